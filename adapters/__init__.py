@@ -1,0 +1,1 @@
+"""interlude.adapters: I/O at the edges of the pure core."""

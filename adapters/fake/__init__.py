@@ -1,0 +1,1 @@
+"""Deterministic fake transports, a fake clock and a step-by-step driver."""

@@ -1,0 +1,1 @@
+"""interlude.core: the pure interrupt/resume state machine."""

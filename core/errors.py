@@ -1,0 +1,166 @@
+"""Every error interlude raises or records, under one base class.
+
+Two families, as in h11: an *intent error* is raised synchronously when the
+application asks for something the current state forbids, and the state is
+left exactly as it was. An *execution error* never raises from an intent; the
+reducer records it in the resource's ``error`` so the application can show it.
+
+Errors compare by type and fields, so two states holding equal errors are
+equal; that keeps the reducer's determinism checkable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "BatchClaimedError",
+    "BatchExpiredError",
+    "InterludeError",
+    "InterruptPendingError",
+    "InvalidResumeError",
+    "ProtocolError",
+    "RecoveryRequiredError",
+    "RunError",
+    "StaleBatchError",
+    "StateLockedError",
+    "ToolError",
+    "TransportError",
+    "UsageError",
+]
+
+
+class InterludeError(Exception):
+    """The base of every interlude error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.message,)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._fields() == self._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._fields()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+# -- intent errors: raised synchronously, state unchanged ---------------------
+
+
+class UsageError(InterludeError, ValueError):
+    """An intent got an argument of the wrong kind (not a state conflict)."""
+
+
+class StaleBatchError(InterludeError):
+    """``resume`` named a batch that is not the one pending."""
+
+
+class BatchClaimedError(InterludeError):
+    """``resume`` of a batch that is already claimed by an earlier ``resume``."""
+
+
+class BatchExpiredError(InterludeError):
+    """An interrupt of the batch has expired; the way on is a new thread.
+
+    Raised by ``resume`` when found before the claim; recorded in ``error``
+    when found just before a send (the claim is then released).
+    """
+
+    def __init__(self, message: str, interrupt_ids: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.interrupt_ids = tuple(interrupt_ids)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.message, self.interrupt_ids)
+
+
+class InvalidResumeError(InterludeError):
+    """The entries of a ``resume`` are wrong; ``problems`` lists every one.
+
+    Problems name interrupt ids and entry positions, never payload contents.
+    """
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(
+            "the resume entries were rejected, nothing was sent: " + "; ".join(self.problems)
+        )
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.problems,)
+
+
+class InterruptPendingError(InterludeError):
+    """``send``, ``set_messages`` or ``reload`` while a batch awaits answers."""
+
+
+class RecoveryRequiredError(InterludeError):
+    """The resumed interaction failed after the server took it; change thread."""
+
+
+class StateLockedError(InterludeError):
+    """``set_state`` while a claim is held or a run owns the state."""
+
+
+# -- execution errors: recorded in ``error``, never raised from intents -------
+
+
+class ProtocolError(InterludeError):
+    """The endpoint broke AG-UI (malformed event, outcome, snapshot or patch)."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.message, self.retryable)
+
+
+class TransportError(InterludeError):
+    """The request or its stream failed below AG-UI (network, HTTP status)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        body: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.body = body
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.message, self.retryable, self.status, self.body)
+
+    @classmethod
+    def from_status(cls, status: int, body: str) -> TransportError:
+        """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not."""
+        retryable = status >= 500 or status == 429
+        return cls(
+            f"the endpoint answered HTTP {status}", retryable=retryable, status=status, body=body
+        )
+
+
+class RunError(InterludeError):
+    """The endpoint sent ``RUN_ERROR``; never retried."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.message, self.code)
+
+
+class ToolError(InterludeError):
+    """A local tool failed in a way that stopped the interaction."""

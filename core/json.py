@@ -1,0 +1,186 @@
+"""Deeply immutable JSON values.
+
+Objects become :class:`FrozenDict`, arrays become tuples; strings, numbers,
+booleans and ``None`` are immutable already. A frozen value is shared, never
+copied: freezing an already-frozen value returns it as it is, and a JSON Patch
+copies only the containers on the patched path (see :mod:`.patch`).
+
+``FrozenDict`` subclasses ``dict`` so that the C JSON encoder writes it at full
+speed and equality with plain dicts works, but every mutating method raises.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn, TypeAlias
+
+__all__ = [
+    "JSON",
+    "FrozenDict",
+    "NotJSONError",
+    "freeze",
+    "freeze_parsed",
+    "thaw",
+]
+
+JSON: TypeAlias = "None | bool | int | float | str | tuple[JSON, ...] | FrozenDict"
+
+
+class FrozenDict(dict[str, "JSON"]):
+    """A read-only JSON object. Reads like a mapping; every mutation raises."""
+
+    __slots__ = ("_hash",)
+
+    def _readonly(self, *_: object, **__: object) -> NoReturn:
+        raise TypeError(
+            "this JSON object is read-only (interlude keeps state deeply immutable); "
+            "call interlude.core.thaw() for a mutable copy"
+        )
+
+    __setitem__ = _readonly
+    __delitem__ = _readonly
+    __ior__ = _readonly  # type: ignore[assignment]
+    clear = _readonly
+    pop = _readonly
+    popitem = _readonly
+    setdefault = _readonly
+    update = _readonly
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        try:
+            return self._hash  # type: ignore[no-any-return]
+        except AttributeError:
+            h = hash(frozenset(self.items()))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: object) -> FrozenDict:
+        return self
+
+    def set(self, key: str, value: JSON) -> FrozenDict:
+        """A new object with ``key`` set; this one is unchanged (O(width))."""
+        d = dict(self)
+        d[key] = value
+        return _wrap(d)
+
+    def without(self, key: str) -> FrozenDict:
+        """A new object without ``key``; this one is unchanged (O(width))."""
+        d = dict(self)
+        del d[key]
+        return _wrap(d)
+
+
+_dict_init = dict.__init__
+
+
+def _wrap(d: dict[str, JSON]) -> FrozenDict:
+    """Freeze a dict whose values are frozen already (no checks, no copies below)."""
+    fd = FrozenDict.__new__(FrozenDict)
+    _dict_init(fd, d)
+    return fd
+
+
+EMPTY = _wrap({})
+
+
+class NotJSONError(ValueError):
+    """A value cannot be represented as JSON. ``path`` is a JSON Pointer to it."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"not a JSON value at {path or '/'}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def freeze(value: object, *, max_depth: int = 512) -> JSON:
+    """Check that ``value`` is JSON and return a deeply immutable copy.
+
+    Rejects NaN and infinities, non-string keys, cycles, and every non-JSON
+    type (bytes, sets, datetimes, callables, custom objects). Frozen parts are
+    reused as they are, so freezing is O(size of the unfrozen parts).
+    """
+    return _freeze(value, "", 0, max_depth, set())
+
+
+def _freeze(value: object, path: str, depth: int, max_depth: int, active: set[int]) -> JSON:
+    if value is None or value is True or value is False:
+        return value  # type: ignore[return-value]
+    t = type(value)
+    if t is str or t is int:
+        return value  # type: ignore[return-value]
+    if t is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise NotJSONError(path, f"{value!r} has no JSON form")
+        return value  # type: ignore[return-value]
+    if t is FrozenDict:
+        return value  # type: ignore[return-value]
+    if depth >= max_depth:
+        raise NotJSONError(path, f"nested deeper than {max_depth} levels")
+    if isinstance(value, Mapping):
+        if id(value) in active:
+            raise NotJSONError(path, "the value contains itself (a cycle)")
+        active.add(id(value))
+        out: dict[str, JSON] = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise NotJSONError(path, f"object key of type {type(k).__name__}, not str")
+            out[k] = _freeze(v, f"{path}/{_escape(k)}", depth + 1, max_depth, active)
+        active.discard(id(value))
+        return _wrap(out)
+    if t is tuple or t is list:
+        if id(value) in active:
+            raise NotJSONError(path, "the value contains itself (a cycle)")
+        active.add(id(value))
+        items = tuple(
+            _freeze(v, f"{path}/{i}", depth + 1, max_depth, active)
+            for i, v in enumerate(value)  # type: ignore[arg-type]
+        )
+        active.discard(id(value))
+        return items
+    if isinstance(value, bool | int | str):  # subclasses: IntEnum, StrEnum...
+        return _freeze(
+            bool(value) if isinstance(value, bool) else (int if isinstance(value, int) else str)(value),
+            path,
+            depth,
+            max_depth,
+            active,
+        )
+    raise NotJSONError(path, f"a {t.__name__} has no JSON form")
+
+
+def freeze_parsed(value: Any) -> JSON:
+    """Freeze the output of ``json.loads`` (already checked JSON): no checks, one pass."""
+    t = type(value)
+    if t is dict:
+        return _wrap({k: freeze_parsed(v) for k, v in value.items()})
+    if t is list:
+        return tuple([freeze_parsed(v) for v in value])
+    return value  # type: ignore[no-any-return]
+
+
+def thaw(value: object) -> Any:
+    """A plain, mutable ``dict``/``list`` copy of a frozen JSON value."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+def frozen_items(pairs: Iterable[tuple[str, JSON]]) -> FrozenDict:
+    """A FrozenDict from already-frozen ``(key, value)`` pairs."""
+    return _wrap(dict(pairs))

@@ -1,0 +1,1 @@
+"""The AG-UI 1.0 wire model."""
