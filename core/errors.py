@@ -20,6 +20,7 @@ __all__ = [
     "InterludeError",
     "InterruptPendingError",
     "InvalidResumeError",
+    "ObserverError",
     "ProtocolError",
     "RecoveryRequiredError",
     "RunError",
@@ -42,7 +43,9 @@ class InterludeError(Exception):
         return (self.message,)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._fields() == self._fields()  # type: ignore[attr-defined]
+        return isinstance(other, InterludeError) and (
+            type(other) is type(self) and other._fields() == self._fields()
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self._fields()))
@@ -164,3 +167,7 @@ class RunError(InterludeError):
 
 class ToolError(InterludeError):
     """A local tool failed in a way that stopped the interaction."""
+
+
+class ObserverError(InterludeError):
+    """An application observer raised while being notified; never retried (R-F1)."""

@@ -40,7 +40,7 @@ class FrozenDict(dict[str, "JSON"]):
 
     __setitem__ = _readonly
     __delitem__ = _readonly
-    __ior__ = _readonly  # type: ignore[assignment]
+    __ior__ = _readonly
     clear = _readonly
     pop = _readonly
     popitem = _readonly
@@ -48,12 +48,11 @@ class FrozenDict(dict[str, "JSON"]):
     update = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
-        try:
-            return self._hash  # type: ignore[no-any-return]
-        except AttributeError:
+        h: int | None = getattr(self, "_hash", None)
+        if h is None:
             h = hash(frozenset(self.items()))
             object.__setattr__(self, "_hash", h)
-            return h
+        return h
 
     def __repr__(self) -> str:
         return f"FrozenDict({dict.__repr__(self)})"
@@ -113,53 +112,61 @@ def freeze(value: object, *, max_depth: int = 512) -> JSON:
     type (bytes, sets, datetimes, callables, custom objects). Frozen parts are
     reused as they are, so freezing is O(size of the unfrozen parts).
     """
-    return _freeze(value, "", 0, max_depth, set())
+    try:
+        return _freeze(value, 0, max_depth, set())
+    except _Fail as exc:
+        path = "".join(f"/{_escape(str(t))}" for t in reversed(exc.tokens))
+        raise NotJSONError(path, exc.reason) from None
 
 
-def _freeze(value: object, path: str, depth: int, max_depth: int, active: set[int]) -> JSON:
-    if value is None or value is True or value is False:
-        return value  # type: ignore[return-value]
+class _Fail(Exception):
+    """Raised deep inside ``_freeze``; the path is collected while unwinding."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.tokens: list[str | int] = []
+
+
+def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
     t = type(value)
-    if t is str or t is int:
-        return value  # type: ignore[return-value]
+    if value is None or t is str or t is int or t is bool or t is FrozenDict:
+        return value  # type: ignore[no-any-return]
     if t is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]
-            raise NotJSONError(path, f"{value!r} has no JSON form")
-        return value  # type: ignore[return-value]
-    if t is FrozenDict:
-        return value  # type: ignore[return-value]
+        if not math.isfinite(value):
+            raise _Fail(f"{value!r} has no JSON form")
+        return value  # type: ignore[no-any-return]
     if depth >= max_depth:
-        raise NotJSONError(path, f"nested deeper than {max_depth} levels")
-    if isinstance(value, Mapping):
+        raise _Fail(f"nested deeper than {max_depth} levels")
+    if isinstance(value, Mapping) or t is tuple or t is list:
         if id(value) in active:
-            raise NotJSONError(path, "the value contains itself (a cycle)")
+            raise _Fail("the value contains itself (a cycle)")
         active.add(id(value))
-        out: dict[str, JSON] = {}
-        for k, v in value.items():
-            if type(k) is not str:
-                raise NotJSONError(path, f"object key of type {type(k).__name__}, not str")
-            out[k] = _freeze(v, f"{path}/{_escape(k)}", depth + 1, max_depth, active)
-        active.discard(id(value))
-        return _wrap(out)
-    if t is tuple or t is list:
-        if id(value) in active:
-            raise NotJSONError(path, "the value contains itself (a cycle)")
-        active.add(id(value))
-        items = tuple(
-            _freeze(v, f"{path}/{i}", depth + 1, max_depth, active)
-            for i, v in enumerate(value)  # type: ignore[arg-type]
-        )
-        active.discard(id(value))
-        return items
-    if isinstance(value, bool | int | str):  # subclasses: IntEnum, StrEnum...
-        return _freeze(
-            bool(value) if isinstance(value, bool) else (int if isinstance(value, int) else str)(value),
-            path,
-            depth,
-            max_depth,
-            active,
-        )
-    raise NotJSONError(path, f"a {t.__name__} has no JSON form")
+        key: str | int = ""
+        try:
+            if isinstance(value, Mapping):
+                out: dict[str, JSON] = {}
+                for key, v in value.items():
+                    if type(key) is not str:
+                        raise _Fail(f"object key of type {type(key).__name__}, not str")
+                    out[key] = _freeze(v, depth + 1, max_depth, active)
+                return _wrap(out)
+            items: list[JSON] = []
+            for key, v in enumerate(value):
+                items.append(_freeze(v, depth + 1, max_depth, active))
+            return tuple(items)
+        except _Fail as exc:
+            if not exc.reason.startswith("object key"):
+                exc.tokens.append(key)
+            raise
+        finally:
+            active.discard(id(value))
+    if isinstance(value, int):  # int subclasses such as IntEnum
+        return int(value)
+    if isinstance(value, str):  # StrEnum and other str subclasses
+        return str(value)
+    if isinstance(value, float):
+        return _freeze(float(value), depth, max_depth, active)
+    raise _Fail(f"a {t.__name__} has no JSON form")
 
 
 def freeze_parsed(value: Any) -> JSON:
@@ -168,7 +175,7 @@ def freeze_parsed(value: Any) -> JSON:
     if t is dict:
         return _wrap({k: freeze_parsed(v) for k, v in value.items()})
     if t is list:
-        return tuple([freeze_parsed(v) for v in value])
+        return tuple([freeze_parsed(item) for item in value])
     return value  # type: ignore[no-any-return]
 
 

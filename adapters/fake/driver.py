@@ -1,0 +1,363 @@
+"""A deterministic, step-by-step driver: no threads, no sockets, no sleeping.
+
+Intents take effect at once (claims, flags, exceptions), but the commands
+they emit wait in a FIFO queue until the test steps the driver. So a test can
+act between a claim and its send: stop it, or move the clock past an expiry.
+
+::
+
+    agent = ScriptedAgent(lambda req: reply(started(req), *text("m1", "hi"), finished(req)))
+    driver = FakeDriver(agent)
+    chat = driver.chat()
+    chat.send("hello")          # claims nothing, sends nothing yet
+    driver.run_until_idle()     # the request goes out, every event is delivered
+    assert chat.messages[-1].content == "hi"
+    assert agent.requests[0].json["messages"][0]["content"] == "hello"
+
+``step()`` does one thing (sends one request, delivers one event, runs one
+tool); ``release()`` lets a held stream deliver more; ``advance(seconds)``
+moves the fake clock and fires the timers that fall due, in order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from interlude.core import inputs as i
+from interlude.core.commands import (
+    AbortAttempt,
+    CancelTimer,
+    CancelTool,
+    Command,
+    RunTool,
+    StartAttempt,
+    StartTimer,
+)
+from interlude.core.json import thaw
+from interlude.core.options import Options, ResourceKind
+from interlude.core.wire.codec import dumps, encode_event, encode_run_input
+from interlude.core.wire.messages import Message
+from interlude.core.wire.run_input import Tool
+
+from ..resource import Resource
+from .script import Reply, Request
+
+__all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction"]
+
+FAKE_EPOCH = 1_798_761_600.0
+"""2027-01-01T00:00:00Z: where every fake clock starts, so tests are repeatable."""
+
+ToolFunction = Callable[[Any], Any]
+"""A local tool: receives the parsed arguments, returns a JSON value or text."""
+
+
+class FakeClock:
+    """A clock that moves only when told."""
+
+    def __init__(self, start: float = FAKE_EPOCH) -> None:
+        self._now = start
+
+    def now(self) -> float:
+        return self._now
+
+    def set(self, when: float) -> None:
+        if when < self._now:
+            raise ValueError("the fake clock does not go backwards")
+        self._now = when
+
+
+class ScriptedAgent:
+    """A fake AG-UI endpoint: ``handler(request) -> Reply`` for every request.
+
+    Every request is kept in ``requests`` in the order it was sent, with the
+    exact body text, so a test can read what went over the wire.
+    """
+
+    def __init__(self, handler: Callable[[Request], Reply] | None = None) -> None:
+        self._handler = handler
+        self._queued: deque[Callable[[Request], Reply] | Reply] = deque()
+        self.requests: list[Request] = []
+
+    def then(self, *replies: Callable[[Request], Reply] | Reply) -> ScriptedAgent:
+        """Answer the next requests with these, in order, before the handler."""
+        self._queued.extend(replies)
+        return self
+
+    def answer(self, request: Request) -> Reply:
+        self.requests.append(request)
+        if self._queued:
+            nxt = self._queued.popleft()
+            return nxt if isinstance(nxt, Reply) else nxt(request)
+        if self._handler is None:
+            raise AssertionError(
+                f"the scripted agent has no answer for request {len(self.requests)} "
+                f"(run {request.run_id}); add one with then() or a handler"
+            )
+        return self._handler(request)
+
+
+@attrs.define
+class _Stream:
+    resource: Resource
+    attempt: int
+    reply: Reply
+    position: int = 0
+    released: int = 0
+    closed: bool = False
+
+
+@attrs.define
+class _Timer:
+    resource: Resource
+    timer: int
+    purpose: str
+
+
+class FakeDriver:
+    """Runs resources against a :class:`ScriptedAgent`, one step at a time."""
+
+    def __init__(self, agent: ScriptedAgent | None = None, *, clock: FakeClock | None = None):
+        self.agent = agent if agent is not None else ScriptedAgent()
+        self.clock = clock if clock is not None else FakeClock()
+        self._actions: deque[tuple[str, Any]] = deque()
+        self._timers: list[tuple[float, int, _Timer]] = []
+        self._timer_seq = 0
+        self._cancelled_timers: set[tuple[int, int]] = set()
+        self._streams: dict[tuple[int, int], _Stream] = {}
+        self._aborted: set[tuple[int, int]] = set()
+        self._cancelled_tools: set[tuple[int, int]] = set()
+        self._tools: dict[int, Mapping[str, ToolFunction]] = {}
+
+    # -- resources -----------------------------------------------------------------
+
+    def chat(
+        self,
+        options: Options | None = None,
+        *,
+        local_tools: Mapping[str, ToolFunction] | None = None,
+        thread_id: str | None = None,
+        messages: Sequence[Message] = (),
+        state: Any = None,
+    ) -> Resource:
+        """A chat resource. ``local_tools`` are run here when the agent calls them."""
+        return self._resource("chat", options, local_tools, thread_id, messages, state)
+
+    def completion(
+        self,
+        options: Options | None = None,
+        *,
+        local_tools: Mapping[str, ToolFunction] | None = None,
+        thread_id: str | None = None,
+        state: Any = None,
+    ) -> Resource:
+        """A completion resource: ``set_input(value)`` runs it (R-E)."""
+        return self._resource("completion", options, local_tools, thread_id, (), state)
+
+    def _resource(
+        self,
+        kind: ResourceKind,
+        options: Options | None,
+        local_tools: Mapping[str, ToolFunction] | None,
+        thread_id: str | None,
+        messages: Sequence[Message],
+        state: Any,
+    ) -> Resource:
+        opts = with_local_tools(options or Options(), kind, local_tools or {})
+        r = Resource(self, opts, thread_id=thread_id, messages=messages, state=state)
+        self._tools[id(r)] = dict(local_tools or {})
+        return r
+
+    # -- the Driver protocol -------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
+        key = id(resource)
+        for c in commands:
+            if isinstance(c, StartAttempt):
+                self._actions.append(("start", (resource, c)))
+            elif isinstance(c, AbortAttempt):
+                self._aborted.add((key, c.attempt))
+                stream = self._streams.pop((key, c.attempt), None)
+                if stream is not None:
+                    stream.closed = True
+            elif isinstance(c, StartTimer):
+                self._timer_seq += 1
+                t = _Timer(resource, c.timer, c.purpose)
+                heapq.heappush(self._timers, (c.due, self._timer_seq, t))
+            elif isinstance(c, CancelTimer):
+                self._cancelled_timers.add((key, c.timer))
+            elif isinstance(c, RunTool):
+                self._actions.append(("tool", (resource, c)))
+            elif isinstance(c, CancelTool):
+                self._cancelled_tools.add((key, c.task))
+
+    # -- stepping --------------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Carry out one queued action; False when there is nothing ready."""
+        while self._actions:
+            kind, payload = self._actions.popleft()
+            if kind == "start" and self._start(*payload):
+                return True
+            if kind == "deliver" and self._deliver(payload):
+                return True
+            if kind == "tool" and self._run_tool(*payload):
+                return True
+        return False
+
+    def run_until_idle(self, *, max_steps: int = 100_000, follow_retries: bool = True) -> int:
+        """Step until nothing is ready; returns the steps taken.
+
+        With ``follow_retries`` the clock jumps to a pending retry timer when
+        nothing else is ready (expiry timers never move the clock by themselves).
+        Held streams wait for ``release``.
+        """
+        steps = 0
+        while steps < max_steps:
+            if self.step():
+                steps += 1
+                continue
+            due = self._next_due("retry") if follow_retries else None
+            if due is None:
+                return steps
+            self.advance_to(due)
+            steps += 1
+        raise AssertionError(f"not idle after {max_steps} steps: is the script looping?")
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward, firing every timer that falls due, in order."""
+        self.advance_to(self.clock.now() + seconds)
+
+    def advance_to(self, when: float) -> None:
+        while self._timers and self._timers[0][0] <= when:
+            due, _, t = heapq.heappop(self._timers)
+            if (id(t.resource), t.timer) in self._cancelled_timers:
+                continue
+            self.clock.set(max(due, self.clock.now()))
+            t.resource.apply(i.TimerFired(t.timer))
+        self.clock.set(max(when, self.clock.now()))
+
+    def release(self, count: int = 1) -> None:
+        """Let held streams deliver ``count`` more events each."""
+        for stream in list(self._streams.values()):
+            if stream.reply.hold and not stream.closed:
+                was_parked = stream.released == 0
+                stream.released += count
+                if was_parked:
+                    self._actions.append(("deliver", stream))
+
+    def pending_timers(self) -> list[tuple[float, str]]:
+        """``(due, purpose)`` of every live timer, soonest first."""
+        return sorted(
+            (due, t.purpose)
+            for due, _, t in self._timers
+            if (id(t.resource), t.timer) not in self._cancelled_timers
+        )
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.agent.requests
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def _next_due(self, purpose: str) -> float | None:
+        live = [
+            due
+            for due, _, t in self._timers
+            if t.purpose == purpose and (id(t.resource), t.timer) not in self._cancelled_timers
+        ]
+        return min(live) if live else None
+
+    def _start(self, resource: Resource, c: StartAttempt) -> bool:
+        key = (id(resource), c.attempt)
+        if key in self._aborted:
+            return False
+        resource.apply(i.SendStarting(c.attempt))
+        if key in self._aborted:
+            return True  # the reducer withdrew it (expiry found before the send)
+        body = dumps(encode_run_input(c.run_input))
+        reply = self.agent.answer(Request(attempt=c.attempt, run_input=c.run_input, body=body))
+        if reply.fail_before_send is not None:
+            resource.apply(i.AttemptFailed(c.attempt, reply.fail_before_send))
+            return True
+        stream = _Stream(resource, c.attempt, reply)
+        self._streams[key] = stream
+        if not reply.hold:
+            self._actions.append(("deliver", stream))
+        return True
+
+    def _deliver(self, stream: _Stream) -> bool:
+        if stream.closed:
+            return False
+        if stream.reply.hold:
+            if stream.released == 0:
+                return False  # parked until release()
+            stream.released -= 1
+        r = stream.reply
+        key = (id(stream.resource), stream.attempt)
+        if r.fail_after is not None and stream.position >= r.fail_after:
+            stream.closed = True
+            self._streams.pop(key, None)
+            stream.resource.apply(i.AttemptFailed(stream.attempt, r.failure))
+            return True
+        if stream.position >= len(r.events):
+            stream.closed = True
+            self._streams.pop(key, None)
+            stream.resource.apply(i.StreamEnded(stream.attempt))
+            return True
+        item = r.events[stream.position]
+        stream.position += 1
+        if not stream.reply.hold or stream.released > 0:
+            self._actions.append(("deliver", stream))
+        stream.resource.apply(i.FrameReceived(stream.attempt, _frame_data(item)))
+        return True
+
+    def _run_tool(self, resource: Resource, c: RunTool) -> bool:
+        if (id(resource), c.task) in self._cancelled_tools:
+            return False
+        fn = self._tools[id(resource)][c.name]
+        try:
+            value = fn(thaw(c.arguments))
+        except Exception as exc:  # the tool's failure becomes a tool message
+            resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
+        else:
+            resource.apply(i.ToolFinished(c.task, value=value))
+        return True
+
+
+def _frame_data(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping):
+        return json.dumps(item)
+    return dumps(encode_event(item))
+
+
+def with_local_tools(
+    options: Options, kind: ResourceKind, local_tools: Mapping[str, Callable[..., Any]]
+) -> Options:
+    """Options for a resource of ``kind`` whose ``local_tools`` run in this process.
+
+    A local tool not declared in ``options.tools`` is declared with its
+    docstring as the description.
+    """
+    declared = {t.name for t in options.tools}
+    extra = tuple(
+        Tool(name=name, description=(fn.__doc__ or name).strip())
+        for name, fn in local_tools.items()
+        if name not in declared
+    )
+    return attrs.evolve(
+        options,
+        kind=kind,
+        tools=options.tools + extra,
+        local_tools=options.local_tools | frozenset(local_tools),
+    )

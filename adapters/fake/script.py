@@ -1,0 +1,184 @@
+"""Scripted answers for the fake agent: events, faults, and builders for both.
+
+A handler receives each :class:`Request` and returns a :class:`Reply`. Events
+in a reply are wire JSON objects (``{"type": "RUN_STARTED", ...}``), typed
+events from ``interlude.core.wire``, or raw strings sent as the frame's data
+as they are (to script malformed frames).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from interlude.core.errors import ProtocolError, TransportError
+from interlude.core.wire.run_input import RunAgentInput
+
+__all__ = [
+    "Reply",
+    "Request",
+    "drop",
+    "finished",
+    "held",
+    "interrupted",
+    "refuse",
+    "reply",
+    "run_error",
+    "started",
+    "state_delta",
+    "state_snapshot",
+    "text",
+    "tool_call",
+]
+
+
+@attrs.frozen
+class Request:
+    """One request as it went out: the exact body text and its parsed form."""
+
+    attempt: int
+    run_input: RunAgentInput
+    body: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def thread_id(self) -> str:
+        return self.run_input.thread_id
+
+    @property
+    def run_id(self) -> str:
+        return self.run_input.run_id
+
+    @property
+    def resume(self) -> list[dict[str, Any]] | None:
+        """The ``resume`` entries in wire form, or None for an ordinary run."""
+        value = self.json.get("resume")
+        return value if value is None else list(value)
+
+
+@attrs.frozen(kw_only=True)
+class Reply:
+    """What the fake agent answers one request with.
+
+    ``fail_before_send``: the request fails before any event (like a refused
+    connection or an HTTP error). ``fail_after``: after that many events the
+    transport fails with ``failure``. Without a terminal event among
+    ``events`` the stream simply ends (a truncated run). ``hold``: events are
+    delivered only as the test releases them (``FakeDriver.release``).
+    """
+
+    events: tuple[Any, ...] = ()
+    fail_before_send: TransportError | ProtocolError | None = None
+    fail_after: int | None = None
+    failure: TransportError | ProtocolError = TransportError(
+        "the connection dropped", retryable=True
+    )
+    hold: bool = False
+
+
+def reply(*events: Any, hold: bool = False) -> Reply:
+    """Answer with these events, then end the stream."""
+    return Reply(events=_flatten(events), hold=hold)
+
+
+def held(*events: Any) -> Reply:
+    """Answer with these events, one per ``release``."""
+    return Reply(events=_flatten(events), hold=True)
+
+
+def refuse(status: int = 503, body: str = "") -> Reply:
+    """Fail before the stream, as an HTTP error: 5xx and 429 retryable, other 4xx not."""
+    return Reply(fail_before_send=TransportError.from_status(status, body))
+
+
+def drop(*events: Any, error: TransportError | ProtocolError | None = None) -> Reply:
+    """Send these events, then fail the transport (a dropped connection by default)."""
+    flat = _flatten(events)
+    if error is None:
+        return Reply(events=flat, fail_after=len(flat))
+    return Reply(events=flat, fail_after=len(flat), failure=error)
+
+
+def _flatten(events: Iterable[Any]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for e in events:
+        if isinstance(e, list | tuple):
+            out.extend(e)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+# -- event builders (wire JSON) -------------------------------------------------------
+
+
+def started(req: Request) -> dict[str, Any]:
+    """The RUN_STARTED that acknowledges ``req``."""
+    return {"type": "RUN_STARTED", "threadId": req.thread_id, "runId": req.run_id}
+
+
+def finished(req: Request, outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": req.thread_id, "runId": req.run_id}
+    if outcome is not None:
+        event["outcome"] = dict(outcome)
+    return event
+
+
+def interrupted(req: Request, *interrupts: Mapping[str, Any]) -> dict[str, Any]:
+    """RUN_FINISHED with an interrupt outcome holding ``interrupts`` (wire form)."""
+    return finished(req, {"type": "interrupt", "interrupts": [dict(i) for i in interrupts]})
+
+
+def run_error(message: str, code: str | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": "RUN_ERROR", "message": message}
+    if code is not None:
+        event["code"] = code
+    return event
+
+
+def text(message_id: str, content: str, *, chunks: int = 1) -> list[dict[str, Any]]:
+    """An assistant text message streamed in ``chunks`` deltas."""
+    size = max(1, -(-len(content) // chunks))
+    deltas = [content[n : n + size] for n in range(0, len(content), size)] or [""]
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        *(
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": d}
+            for d in deltas
+            if d
+        ),
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+def tool_call(
+    tool_call_id: str, name: str, arguments: Any, *, parent_message_id: str | None = None
+) -> list[dict[str, Any]]:
+    """A tool call with its arguments (JSON-encoded unless already a string)."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    start: dict[str, Any] = {
+        "type": "TOOL_CALL_START",
+        "toolCallId": tool_call_id,
+        "toolCallName": name,
+    }
+    if parent_message_id is not None:
+        start["parentMessageId"] = parent_message_id
+    return [
+        start,
+        {"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": args},
+        {"type": "TOOL_CALL_END", "toolCallId": tool_call_id},
+    ]
+
+
+def state_snapshot(snapshot: Any) -> dict[str, Any]:
+    return {"type": "STATE_SNAPSHOT", "snapshot": snapshot}
+
+
+def state_delta(*ops: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "STATE_DELTA", "delta": [dict(op) for op in ops]}

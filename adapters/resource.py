@@ -1,0 +1,198 @@
+"""The public face of a resource, shared by every driver.
+
+A :class:`Resource` holds the current :class:`~interlude.core.State`, turns
+method calls into intents, steps the reducer, and hands the commands to its
+driver. Notifications are queued and delivered one at a time after the
+transition is committed, so an observer may call any method from inside a
+notification (R-I2): the call steps the reducer at once (it raises at once if
+rejected) and its own notification waits its turn. The reducer is never
+re-entered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from interlude.core import inputs as i
+from interlude.core import selectors as sel
+from interlude.core.commands import Command, StartAttempt
+from interlude.core.errors import InterludeError
+from interlude.core.json import JSON
+from interlude.core.options import Options
+from interlude.core.reducer import Transition, initial_state, step
+from interlude.core.selectors import MessageView
+from interlude.core.state import Batch, State
+from interlude.core.wire.messages import Message
+
+__all__ = ["Driver", "Observer", "Resource"]
+
+Observer = Callable[["Resource"], None]
+
+
+class Driver(Protocol):
+    """What a resource needs from its driver: a clock and someone to run commands."""
+
+    def now(self) -> float: ...
+
+    def execute(self, resource: Resource, commands: Sequence[Command]) -> None: ...
+
+
+class Resource:
+    """A chat or completion resource: ``messages``, ``resume``, ``subscribe``...
+
+    Create one through a driver (``FakeDriver.chat()``, ``TrioDriver.chat()``).
+    Intents take effect synchronously: when ``resume`` returns, the batch is
+    claimed and both flags are set; a rejected call raises a subclass of
+    :class:`~interlude.core.errors.InterludeError` and changes nothing.
+    """
+
+    def __init__(
+        self,
+        driver: Driver,
+        options: Options,
+        *,
+        thread_id: str | None = None,
+        messages: Sequence[Message] = (),
+        state: Any = None,
+    ) -> None:
+        self._driver = driver
+        self._state = initial_state(options, thread_id=thread_id, messages=messages, state=state)
+        self._observers: list[Observer] = []
+        self._pending_notifications = 0
+        self._notifying = False
+
+    # -- reading -------------------------------------------------------------------
+
+    @property
+    def core_state(self) -> State:
+        """The reducer's whole state (for tests and tools; treat as read-only)."""
+        return self._state
+
+    @property
+    def kind(self) -> str:
+        return self._state.options.kind
+
+    @property
+    def messages(self) -> MessageView:
+        return sel.messages(self._state)
+
+    @property
+    def state(self) -> JSON:
+        """The shared state (deeply immutable; ``interlude.core.thaw`` copies it)."""
+        return sel.shared_state(self._state)
+
+    @property
+    def pending_interrupts(self) -> Batch | None:
+        return sel.pending_interrupts(self._state)
+
+    @property
+    def is_loading(self) -> bool:
+        return sel.is_loading(self._state)
+
+    @property
+    def is_resuming(self) -> bool:
+        return sel.is_resuming(self._state)
+
+    @property
+    def error(self) -> InterludeError | None:
+        return sel.error(self._state)
+
+    @property
+    def thread_id(self) -> str | None:
+        return sel.thread_id(self._state)
+
+    @property
+    def needs_new_thread(self) -> bool:
+        return sel.needs_new_thread(self._state)
+
+    @property
+    def is_expired(self) -> bool:
+        """Whether the pending batch has an expired interrupt, by the driver's clock."""
+        return sel.is_expired(self._state, self._driver.now())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self._state.warnings
+
+    @property
+    def input(self) -> JSON:
+        """A completion's current input."""
+        return sel.input_value(self._state)
+
+    @property
+    def output(self) -> str | None:
+        """A completion's output: the text of the newest assistant message."""
+        return sel.output(self._state)
+
+    # -- intents ---------------------------------------------------------------------
+
+    def send(self, content: str | Sequence[Any], *, message_id: str | None = None) -> None:
+        """Append a user message and run (superseding a run in progress)."""
+        self.apply(i.Send(content, message_id))
+
+    def set_messages(self, messages: Iterable[Message]) -> None:
+        self.apply(i.SetMessages(tuple(messages)))
+
+    def reload(self) -> bool:
+        """Run again from the last user message; returns whether a run started."""
+        t = self.apply(i.Reload())
+        return any(isinstance(c, StartAttempt) for c in t.commands)
+
+    def stop(self) -> None:
+        self.apply(i.Stop())
+
+    def set_state(self, state: Any) -> None:
+        self.apply(i.SetState(state))
+
+    def resume(self, batch_id: str, entries: Sequence[Mapping[str, Any] | Any]) -> None:
+        """Answer every interrupt of the batch; claims it before returning (R-C2)."""
+        self.apply(i.Resume(batch_id, entries))
+
+    def set_thread_id(self, thread_id: str | None) -> None:
+        self.apply(i.SetThreadId(thread_id))
+
+    def set_input(self, value: Any) -> None:
+        self.apply(i.SetInput(value))
+
+    def configure(self, options: Options) -> None:
+        self.apply(i.Configure(options))
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(resource)`` after every committed change; returns unsubscribe."""
+        self._observers.append(observer)
+
+        def unsubscribe() -> None:
+            if observer in self._observers:
+                self._observers.remove(observer)
+
+        return unsubscribe
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def apply(self, input: i.Input) -> Transition:
+        """Step the reducer with ``input`` now; raises if it is a rejected intent."""
+        t = step(self._state, input, self._driver.now())
+        changed = t.state is not self._state
+        self._state = t.state
+        if t.commands:
+            self._driver.execute(self, t.commands)
+        if changed:
+            self._notify()
+        return t
+
+    def _notify(self) -> None:
+        self._pending_notifications += 1
+        if self._notifying:
+            return  # the running delivery loop will get to it
+        self._notifying = True
+        try:
+            while self._pending_notifications:
+                self._pending_notifications -= 1
+                for observer in tuple(self._observers):
+                    try:
+                        observer(self)
+                    except Exception as exc:  # an application bug: report, don't crash
+                        self.apply(i.ObserverFailed(f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._notifying = False

@@ -1,0 +1,847 @@
+"""The reducer: ``step(state, input, now) -> Transition(state, commands)``.
+
+Every decision interlude makes lives here. ``now`` is the caller's clock
+reading (seconds since the epoch); nothing else from the world gets in. An
+intent the state forbids raises before anything is built, so a rejected call
+leaves the state exactly as it was and emits nothing.
+
+The transitions are grouped by where their input comes from: intents,
+wire events of the current attempt, and world events. The table in
+docs/design.md names each one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from . import errors as err
+from .commands import (
+    AbortAttempt,
+    CancelTimer,
+    CancelTool,
+    Command,
+    RunTool,
+    StartAttempt,
+    StartTimer,
+)
+from .entries import check_entries
+from .inputs import (
+    AttemptFailed,
+    Configure,
+    EventReceived,
+    FrameReceived,
+    Input,
+    ObserverFailed,
+    Reload,
+    Resume,
+    Send,
+    SendStarting,
+    SetInput,
+    SetMessages,
+    SetState,
+    SetThreadId,
+    Stop,
+    StreamEnded,
+    TimerFired,
+    ToolFinished,
+)
+from .json import JSON, NotJSONError, freeze
+from .options import Options
+from .pvec import PVec
+from .state import (
+    Attempt,
+    Batch,
+    Checkpoint,
+    Claim,
+    CompletionInput,
+    Run,
+    RunKind,
+    State,
+    Stream,
+    ToolRound,
+    ToolTask,
+)
+from .stream import StreamViolation, apply_content_event, close_all
+from .wire import events as ev
+from .wire.codec import WireError, decode_frame, dumps
+from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from .wire.run_input import ResumeEntry, RunAgentInput
+
+__all__ = ["Transition", "initial_state", "step"]
+
+
+@attrs.frozen
+class Transition:
+    state: State
+    commands: tuple[Command, ...] = ()
+
+
+def initial_state(
+    options: Options | None = None,
+    *,
+    thread_id: str | None = None,
+    messages: Sequence[Message] = (),
+    state: Any = None,
+) -> State:
+    """A fresh resource. No pending batch can be restored into it (R-I1)."""
+    return State(
+        options=options or Options(),
+        thread_id=thread_id,
+        checkpoint=Checkpoint(messages=PVec.from_iterable(messages), state=freeze(state)),
+    )
+
+
+def step(state: State, input: Input, now: float) -> Transition:
+    """The state after ``input`` at time ``now``, and the commands to carry out."""
+    handler = _HANDLERS.get(type(input))
+    if handler is None:
+        raise err.UsageError(f"{type(input).__name__} is not an interlude input")
+    return handler(state, input, now)
+
+
+# -- the transition builder ------------------------------------------------------
+
+
+class _Tx:
+    """Collects one transition's changes and commands. Local to a step, never shared."""
+
+    __slots__ = ("commands", "s")
+
+    def __init__(self, s: State) -> None:
+        self.s = s
+        self.commands: list[Command] = []
+
+    def set(self, **changes: Any) -> None:
+        self.s = attrs.evolve(self.s, **changes)
+
+    def emit(self, command: Command) -> None:
+        self.commands.append(command)
+
+    def serial(self) -> int:
+        n = self.s.serial + 1
+        self.set(serial=n)
+        return n
+
+    def new_id(self, kind: str) -> str:
+        return f"{self.s.options.id_prefix}-{kind}-{self.serial()}"
+
+    def done(self) -> Transition:
+        return Transition(self.s, tuple(self.commands))
+
+
+# -- shared moves ------------------------------------------------------------------
+
+
+def _start_run(tx: _Tx, kind: RunKind, resume: tuple[ResumeEntry, ...] | None = None) -> None:
+    """Capture the request from the checkpoint and start its first attempt."""
+    s = tx.s
+    if s.thread_id is None:
+        tx.set(thread_id=tx.new_id("thread"))
+    run_id = tx.new_id("run")
+    o = tx.s.options
+    thread_id = tx.s.thread_id
+    assert thread_id is not None
+    template = RunAgentInput(
+        thread_id=thread_id,
+        run_id=run_id,
+        state=tx.s.checkpoint.state,
+        messages=tx.s.checkpoint.messages,
+        tools=o.tools,
+        context=o.context,
+        forwarded_props=o.forwarded_props,
+        resume=resume,
+    )
+    attempt = Attempt(id=tx.serial(), run_id=run_id, number=1)
+    tx.set(run=Run(kind=kind, template=template, attempt=attempt))
+    tx.emit(StartAttempt(attempt.id, template))
+
+
+def _flush_tools(tx: _Tx) -> None:
+    """Cancel unfinished local tools; commit the finished results in call order."""
+    r = tx.s.tools
+    if r is None:
+        return
+    results = [t.result for t in r.tasks if t.result is not None]
+    for t in r.tasks:
+        if t.result is None:
+            tx.emit(CancelTool(t.task))
+    cp = tx.s.checkpoint
+    tx.set(tools=None, checkpoint=attrs.evolve(cp, messages=cp.messages.extend(results)))
+
+
+def _end_activity(tx: _Tx) -> None:
+    """Abort the attempt, the retry wait and local tools; drop what was not committed."""
+    run = tx.s.run
+    if run is not None:
+        if run.attempt is not None:
+            tx.emit(AbortAttempt(run.attempt.id))
+        if run.retry_timer is not None:
+            tx.emit(CancelTimer(run.retry_timer))
+        tx.set(run=None)
+    _flush_tools(tx)
+
+
+def _cancel_expiry_timer(tx: _Tx) -> None:
+    if tx.s.expiry_timer is not None:
+        tx.emit(CancelTimer(tx.s.expiry_timer))
+        tx.set(expiry_timer=None)
+
+
+def _interrupt(tx: _Tx, error: err.InterludeError | None) -> None:
+    """A failure or a stop: where the interaction stands decides what follows.
+
+    Before the resume's acknowledgement the claim is released and the same
+    batch can be submitted again (R-F4). After it, the resume is never
+    replayed: the resource needs a new thread (R-F5). Either way what was
+    committed stays and what was only streamed is dropped (R-F6).
+    """
+    _end_activity(tx)
+    if tx.s.claim is not None:
+        tx.set(claim=None, resuming=False)
+    elif tx.s.resuming:
+        tx.set(needs_new_thread=True, resuming=False)
+    tx.set(tool_rounds=0)
+    if error is not None:
+        tx.set(error=error)
+
+
+def _expire_claim(tx: _Tx, expired: tuple[str, ...]) -> None:
+    """Expiry found just before a send: nothing is sent, the batch stays (R-F3)."""
+    _end_activity(tx)
+    tx.set(
+        claim=None,
+        resuming=False,
+        error=err.BatchExpiredError(
+            f"interrupt {', '.join(map(repr, expired))} expired before the answers were "
+            "sent; nothing was sent. Start a new thread (set_thread_id) to go on",
+            expired,
+        ),
+    )
+
+
+def _claim_blocked_by_expiry(s: State, entries: tuple[ResumeEntry, ...], now: float) -> tuple[str, ...]:
+    """The expired interrupts that block sending these entries (R-G1, R-G2)."""
+    assert s.batch is not None
+    expired = s.batch.expired_ids(now)
+    if expired and s.options.expiry == "cancel_expired":
+        cancelled = {e.interrupt_id for e in entries if e.status == "cancelled"}
+        expired = tuple(i for i in expired if i not in cancelled)
+    return expired
+
+
+def _supersede(tx: _Tx) -> None:
+    """New input replaces whatever runs; a resumed interaction ends cleanly (R-D3, R-E5)."""
+    _end_activity(tx)
+    tx.set(resuming=False, tool_rounds=0, error=None)
+
+
+def _start_completion(tx: _Tx, value: CompletionInput) -> None:
+    text = value.value if isinstance(value.value, str) else dumps(value.value)
+    first = UserMessage(id=tx.new_id("msg"), content=text)
+    tx.set(
+        answered=value,
+        settled=False,
+        checkpoint=attrs.evolve(tx.s.checkpoint, messages=PVec.from_iterable((first,))),
+    )
+    _start_run(tx, "first")
+
+
+def _settle(tx: _Tx) -> None:
+    """The interaction succeeded with nothing left to do (R-C4, R-E2)."""
+    tx.set(resuming=False, tool_rounds=0, settled=True)
+    s = tx.s
+    if s.options.kind == "completion" and s.input is not None and s.input != s.answered:
+        _start_completion(tx, s.input)
+
+
+def _publish(tx: _Tx, interrupts: tuple[Any, ...]) -> None:
+    """Pause: the batch appears with the checkpoint already committed (R-A1, R-A2)."""
+    batch = Batch(id=tx.new_id("batch"), interrupts=interrupts)
+    tx.set(batch=batch, resuming=False, tool_rounds=0)
+    _cancel_expiry_timer(tx)
+    due = batch.earliest_expiry
+    if due is not None:
+        timer = tx.serial()
+        tx.set(expiry_timer=timer)
+        tx.emit(StartTimer(timer, due, "expiry"))
+
+
+def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
+    """A retryable failure before acknowledgement: wait and retry within budget (R-F1)."""
+    run = tx.s.run
+    assert run is not None and run.attempt is not None
+    if run.attempts >= tx.s.options.retry.max_attempts:
+        _interrupt(tx, error)
+        return
+    tx.emit(AbortAttempt(run.attempt.id))
+    timer = tx.serial()
+    due = now + tx.s.options.retry.delay(run.attempts, timer)
+    tx.set(run=attrs.evolve(run, attempt=None, retry_timer=timer))
+    tx.emit(StartTimer(timer, due, "retry"))
+
+
+def _fail_attempt(tx: _Tx, error: err.InterludeError, retryable: bool, now: float) -> None:
+    run = tx.s.run
+    assert run is not None and run.attempt is not None
+    if retryable and not run.attempt.acked:
+        _retry_or_fail(tx, error, now)
+    else:
+        _interrupt(tx, error)
+
+
+# -- intents -----------------------------------------------------------------------
+
+
+def _check_can_send(s: State, verb: str) -> None:
+    if s.options.kind != "chat":
+        raise err.UsageError(
+            f"{verb} is for chat resources; a completion takes its input through set_input"
+        )
+    if s.needs_new_thread:
+        raise err.RecoveryRequiredError(
+            f"cannot {verb}: the resumed interaction failed after the server took it; "
+            "call set_thread_id with a new thread id first"
+        )
+    if s.batch is not None:
+        state = "claimed by a resume in flight" if s.claim else "waiting for answers"
+        raise err.InterruptPendingError(
+            f"cannot {verb}: batch {s.batch.id!r} is {state}; answer it with resume(), "
+            "or move to a new thread"
+        )
+
+
+def _send(s: State, i: Send, now: float) -> Transition:
+    _check_can_send(s, "send")
+    content: Any = i.content
+    if not isinstance(content, str):
+        try:
+            content = freeze(list(content))
+        except (NotJSONError, TypeError) as exc:
+            raise err.UsageError(f"send() takes text or a list of content parts: {exc}") from None
+    if i.message_id is not None and not isinstance(i.message_id, str):
+        raise err.UsageError("message_id must be a string")
+    tx = _Tx(s)
+    _supersede(tx)
+    mid = i.message_id or tx.new_id("msg")
+    cp = tx.s.checkpoint
+    message = UserMessage(id=mid, content=content)
+    tx.set(checkpoint=attrs.evolve(cp, messages=cp.messages.append(message)))
+    _start_run(tx, "first")
+    return tx.done()
+
+
+def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
+    _check_can_send(s, "set_messages")
+    from .wire.messages import MESSAGE_TYPES
+
+    messages = tuple(i.messages)
+    for pos, m in enumerate(messages):
+        if not isinstance(m, MESSAGE_TYPES):
+            raise err.UsageError(
+                f"set_messages() item {pos} is a {type(m).__name__}; "
+                "build messages with interlude.core.wire (UserMessage, ...)"
+            )
+    tx = _Tx(s)
+    _supersede(tx)
+    tx.set(checkpoint=attrs.evolve(tx.s.checkpoint, messages=PVec.from_iterable(messages)))
+    if messages and messages[-1].role in ("user", "tool"):
+        _start_run(tx, "first")
+    return tx.done()
+
+
+def _reload(s: State, i: Reload, now: float) -> Transition:
+    if s.options.kind == "completion":
+        if s.needs_new_thread:
+            raise err.RecoveryRequiredError(
+                "cannot reload: the resumed interaction failed after the server took it; "
+                "call set_thread_id with a new thread id first"
+            )
+        if s.batch is not None:
+            raise err.InterruptPendingError(
+                f"cannot reload: batch {s.batch.id!r} awaits answers; answer it with resume()"
+            )
+        if s.input is None:
+            return Transition(s)
+        tx = _Tx(s)
+        _supersede(tx)
+        _start_completion(tx, s.input)
+        return tx.done()
+    _check_can_send(s, "reload")
+    messages = s.checkpoint.messages
+    last_user = next(
+        (n for n in range(len(messages) - 1, -1, -1) if messages[n].role == "user"), None
+    )
+    if last_user is None:
+        return Transition(s)
+    tx = _Tx(s)
+    _supersede(tx)
+    kept = PVec.from_iterable(messages[: last_user + 1])
+    tx.set(checkpoint=attrs.evolve(tx.s.checkpoint, messages=kept))
+    _start_run(tx, "first")
+    return tx.done()
+
+
+def _stop(s: State, i: Stop, now: float) -> Transition:
+    if s.run is None and s.tools is None:
+        return Transition(s)
+    tx = _Tx(s)
+    _interrupt(tx, None)
+    return tx.done()
+
+
+def _set_state(s: State, i: SetState, now: float) -> Transition:
+    if s.claim is not None:
+        raise err.StateLockedError(
+            "cannot set_state: a resume is in flight and captured the state; "
+            "wait until the server acknowledges it (pending_interrupts becomes None)"
+        )
+    if s.run is not None:
+        raise err.StateLockedError(
+            "cannot set_state: a run owns the state until it finishes; call stop() first "
+            "or set it when the resource is idle"
+        )
+    try:
+        value = freeze(i.state)
+    except NotJSONError as exc:
+        raise err.UsageError(f"set_state() takes a JSON value: {exc}") from None
+    return Transition(attrs.evolve(s, checkpoint=attrs.evolve(s.checkpoint, state=value)))
+
+
+def _resume(s: State, i: Resume, now: float) -> Transition:
+    # R-B2: the checks run in this order and the first failure raises.
+    if s.needs_new_thread:
+        raise err.RecoveryRequiredError(
+            "cannot resume: the resumed interaction failed after the server took it; "
+            "call set_thread_id with a new thread id first"
+        )
+    if s.claim is not None:
+        raise err.BatchClaimedError(
+            f"batch {s.claim.batch_id!r} is already claimed by a resume in flight; "
+            "wait for it (is_resuming) instead of submitting again"
+        )
+    if s.batch is None or s.batch.id != i.batch_id:
+        now_pending = f"batch {s.batch.id!r} is pending" if s.batch else "no batch is pending"
+        raise err.StaleBatchError(
+            f"batch {i.batch_id!r} is not the pending batch ({now_pending}); "
+            "rebuild the form from pending_interrupts"
+        )
+    entries, problems = check_entries(s.batch, i.entries)
+    expired = _claim_blocked_by_expiry(s, entries, now)
+    if expired:
+        raise err.BatchExpiredError(
+            f"interrupt {', '.join(map(repr, expired))} has expired, so the batch cannot be "
+            "resumed; start a new thread (set_thread_id) to go on",
+            expired,
+        )
+    if problems:
+        raise err.InvalidResumeError(problems)
+    tx = _Tx(s)
+    tx.set(claim=Claim(batch_id=s.batch.id, entries=entries), resuming=True, error=None)
+    tx.set(tool_rounds=0)
+    _start_run(tx, "resume", entries)
+    return tx.done()
+
+
+def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
+    if i.thread_id is not None and (not isinstance(i.thread_id, str) or not i.thread_id):
+        raise err.UsageError("set_thread_id() takes a non-empty string, or None for a new id")
+    if i.thread_id == s.thread_id or (i.thread_id is None and s.thread_id is None):
+        return Transition(s)  # R-H2: the same id changes nothing
+    tx = _Tx(s)
+    _end_activity(tx)
+    for attempt in sorted(tx.s.lingering):
+        tx.emit(AbortAttempt(attempt))
+    _cancel_expiry_timer(tx)
+    tx.set(
+        thread_id=i.thread_id if i.thread_id is not None else tx.new_id("thread"),
+        batch=None,
+        claim=None,
+        resuming=False,
+        needs_new_thread=False,
+        lingering=frozenset(),
+        tool_rounds=0,
+        error=None,
+    )
+    # R-E4: a completion's current input is sent once, unchanged, on the next thread.
+    cur = tx.s
+    if cur.options.kind == "completion" and cur.input is not None:
+        if cur.input != cur.answered or not cur.settled:
+            _start_completion(tx, cur.input)
+    return tx.done()
+
+
+def _set_input(s: State, i: SetInput, now: float) -> Transition:
+    if s.options.kind != "completion":
+        raise err.UsageError("set_input is for completion resources; a chat uses send()")
+    try:
+        value = CompletionInput(freeze(i.value))
+    except NotJSONError as exc:
+        raise err.UsageError(f"set_input() takes a JSON value: {exc}") from None
+    if value == s.input:
+        return Transition(s)
+    tx = _Tx(s)
+    tx.set(input=value)
+    # R-E1: during a pause or a resumed interaction the change is deferred.
+    if s.batch is not None or s.resuming or s.needs_new_thread:
+        return tx.done()
+    _supersede(tx)  # R-E5
+    _start_completion(tx, value)
+    return tx.done()
+
+
+def _configure(s: State, i: Configure, now: float) -> Transition:
+    if i.options.kind != s.options.kind:
+        raise err.UsageError("a resource's kind cannot change; create another resource")
+    return Transition(attrs.evolve(s, options=i.options))
+
+
+# -- wire events of the current attempt --------------------------------------------
+
+
+def _frame(s: State, i: FrameReceived, now: float) -> Transition:
+    if not _is_live(s, i.attempt):
+        return Transition(s)  # a late frame of a retired attempt (R-H1)
+    try:
+        event = decode_frame(i.data)
+    except WireError as exc:
+        tx = _Tx(s)
+        if i.attempt in s.lingering:
+            _late_violation(tx, i.attempt, str(exc))
+        else:
+            _fail_attempt(tx, err.ProtocolError(str(exc)), True, now)
+        return tx.done()
+    return _event(s, EventReceived(i.attempt, event), now)
+
+
+def _is_live(s: State, attempt: int) -> bool:
+    run = s.run
+    current = run is not None and run.attempt is not None and run.attempt.id == attempt
+    return current or attempt in s.lingering
+
+
+def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
+    tx.emit(AbortAttempt(attempt))
+    tx.set(
+        lingering=tx.s.lingering - {attempt},
+        error=err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}"),
+    )
+
+
+def _event(s: State, i: EventReceived, now: float) -> Transition:
+    run = s.run
+    event = i.event
+    if run is None or run.attempt is None or run.attempt.id != i.attempt:
+        if i.attempt not in s.lingering:
+            return Transition(s)
+        tx = _Tx(s)
+        if isinstance(event, ev.RunError):
+            # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch.
+            tx.set(error=err.RunError(event.message, event.code))
+        else:
+            _late_violation(tx, i.attempt, f"a {event.TYPE} event")
+        return tx.done()
+    attempt = run.attempt
+    stream = run.stream
+    if stream is not None and type(event) not in _LIFECYCLE:
+        # The hot path: a content event of an acknowledged run.
+        try:
+            new_stream = apply_content_event(stream, event)
+        except StreamViolation as exc:
+            tx = _Tx(s)
+            _interrupt(tx, err.ProtocolError(str(exc)))
+            return tx.done()
+        return Transition(attrs.evolve(s, run=attrs.evolve(run, stream=new_stream)))
+    tx = _Tx(s)
+    if isinstance(event, ev.RunError):
+        _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)
+    elif not attempt.acked:
+        _before_ack(tx, run, attempt, event, now)
+    elif isinstance(event, ev.RunStarted):
+        _interrupt(tx, err.ProtocolError("the endpoint sent a second RUN_STARTED in one run"))
+    else:
+        assert isinstance(event, ev.RunFinished)
+        _finished(tx, run, attempt, event)
+    return tx.done()
+
+
+def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) -> None:
+    """R-J3, R-C3: the stream must open with the matching RUN_STARTED."""
+    t = run.template
+    if not isinstance(event, ev.RunStarted):
+        kind = getattr(event, "TYPE", type(event).__name__)
+        problem = f"the stream began with {kind}, not RUN_STARTED"
+        _fail_attempt(tx, err.ProtocolError(problem, retryable=True), True, now)
+        return
+    if event.thread_id != t.thread_id or event.run_id != attempt.run_id:
+        problem = (
+            f"RUN_STARTED for thread {event.thread_id!r} run {event.run_id!r} does not "
+            f"match the request (thread {t.thread_id!r} run {attempt.run_id!r})"
+        )
+        _fail_attempt(tx, err.ProtocolError(problem, retryable=True), True, now)
+        return
+    cp = tx.s.checkpoint
+    acked = attrs.evolve(attempt, acked=True)
+    stream = Stream(messages=cp.messages, state=cp.state)
+    tx.set(run=attrs.evolve(run, attempt=acked, stream=stream))
+    if run.kind == "resume":
+        # R-C3: the acknowledgement retires the claimed batch; R-D2: state unlocks.
+        tx.set(batch=None, claim=None)
+        _cancel_expiry_timer(tx)
+
+
+_LIFECYCLE = frozenset({ev.RunStarted, ev.RunFinished, ev.RunError})
+
+
+def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> None:
+    """RUN_FINISHED: commit what the run streamed, then pause, settle or run tools."""
+    t = run.template
+    if event.thread_id != t.thread_id or event.run_id != attempt.run_id:
+        _interrupt(
+            tx,
+            err.ProtocolError(
+                f"RUN_FINISHED for thread {event.thread_id!r} run {event.run_id!r} does not "
+                f"match the run (thread {t.thread_id!r} run {attempt.run_id!r})"
+            ),
+        )
+        return
+    assert run.stream is not None
+    stream = close_all(run.stream)
+    tx.set(
+        checkpoint=Checkpoint(messages=stream.messages, state=stream.state),
+        run=None,
+        lingering=tx.s.lingering | {attempt.id},
+    )
+    outcome = event.outcome
+    if isinstance(outcome, ev.InterruptOutcome):
+        _publish(tx, outcome.interrupts)  # R-A1, R-A5: no tools, no follow-up
+        return
+    if isinstance(outcome, ev.CancelledOutcome):
+        tx.set(resuming=False, tool_rounds=0)  # R-J5: closed cleanly, nothing waited for
+        return
+    if isinstance(outcome, ev.UnknownOutcome):
+        tx.set(
+            warnings=(
+                *tx.s.warnings,
+                f"run {attempt.run_id!r} finished with unknown outcome type "
+                f"{outcome.type!r}; read as success (AG-UI 1.0)",
+            )
+        )
+    pending: tuple[str, ...] = ()
+    if isinstance(outcome, ev.SuccessOutcome) and outcome.pending_tool_call_ids:
+        pending = outcome.pending_tool_call_ids  # R-J6
+    else:
+        local = tx.s.options.local_tools
+        calls = _calls_by_id(stream)
+        pending = tuple(
+            c
+            for c in stream.new_calls
+            if c not in stream.results and c in calls and calls[c][0] in local
+        )
+    if pending:
+        _start_tools(tx, stream, pending)
+    else:
+        _settle(tx)
+
+
+def _calls_by_id(stream: Stream) -> dict[str, tuple[str, str]]:
+    """``tool_call_id -> (name, arguments)`` for the calls this run started."""
+    wanted = set(stream.new_calls)
+    found: dict[str, tuple[str, str]] = {}
+    messages = stream.messages
+    for n in range(len(messages) - 1, -1, -1):
+        if len(found) == len(wanted):
+            break
+        m = messages[n]
+        if isinstance(m, AssistantMessage) and m.tool_calls:
+            for c in m.tool_calls:
+                if c.id in wanted:
+                    found[c.id] = (c.function.name, c.function.arguments)
+    return found
+
+
+def _tool_message(tx: _Tx, tool_call_id: str, content: str, error: str | None) -> ToolMessage:
+    return ToolMessage(
+        id=tx.new_id("tool"), tool_call_id=tool_call_id, content=content, error=error
+    )
+
+
+def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
+    """R-D5: run the new eligible calls concurrently; results keep call order."""
+    calls = _calls_by_id(stream)
+    local = tx.s.options.local_tools
+    tasks: list[ToolTask] = []
+    for call_id in pending:
+        task = tx.serial()
+        found = calls.get(call_id)
+        problem: str | None = None
+        args: JSON = None
+        if found is None:
+            problem = f"no tool call {call_id!r} was streamed in this run"
+            name = ""
+        else:
+            name, raw_args = found
+            if name not in local:
+                problem = f"tool {name!r} is not available in this client"
+            else:
+                try:
+                    args = freeze(json.loads(raw_args or "{}"))
+                except (ValueError, NotJSONError) as exc:
+                    problem = f"the arguments of tool call {call_id!r} are not JSON ({exc})"
+        if problem is not None:
+            result = _tool_message(tx, call_id, f"Error: {problem}", problem)
+            tasks.append(ToolTask(task=task, tool_call_id=call_id, name=name, result=result))
+        else:
+            tasks.append(ToolTask(task=task, tool_call_id=call_id, name=name))
+            tx.emit(RunTool(task, call_id, name, args))
+    tx.set(tools=ToolRound(tuple(tasks)))
+    _tools_progress(tx)
+
+
+def _tools_progress(tx: _Tx) -> None:
+    """When every tool of the round is done: commit the results and follow up."""
+    r = tx.s.tools
+    assert r is not None
+    if not r.done:
+        return
+    _flush_tools(tx)
+    rounds = tx.s.tool_rounds + 1
+    if rounds > tx.s.options.max_tool_rounds:
+        _interrupt(
+            tx,
+            err.ToolError(
+                f"the endpoint asked for local tools {rounds} times in one interaction "
+                f"(max_tool_rounds={tx.s.options.max_tool_rounds}); stopped"
+            ),
+        )
+        return
+    tx.set(tool_rounds=rounds)
+    _start_run(tx, "follow_up")  # carries the results and no resume (R-D5)
+
+
+# -- world events -------------------------------------------------------------------
+
+
+def _send_starting(s: State, i: SendStarting, now: float) -> Transition:
+    run = s.run
+    if run is None or run.attempt is None or run.attempt.id != i.attempt:
+        # Retired before it went out: make sure it never does.
+        return Transition(s, (AbortAttempt(i.attempt),))
+    if run.kind != "resume" or s.claim is None:
+        return Transition(s)
+    expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
+    if not expired:
+        return Transition(s)
+    tx = _Tx(s)
+    _expire_claim(tx, expired)  # R-F3: checked immediately before every send
+    return tx.done()
+
+
+def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
+    if i.attempt in s.lingering:
+        return Transition(attrs.evolve(s, lingering=s.lingering - {i.attempt}))
+    run = s.run
+    if run is None or run.attempt is None or run.attempt.id != i.attempt:
+        return Transition(s)
+    tx = _Tx(s)
+    if run.attempt.acked:
+        # R-J3: a truncated run is never a success.
+        _interrupt(tx, err.ProtocolError("the stream ended before RUN_FINISHED"))
+    else:
+        problem = err.ProtocolError("the stream ended before RUN_STARTED", retryable=True)
+        _fail_attempt(tx, problem, True, now)
+    return tx.done()
+
+
+def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
+    if i.attempt in s.lingering:
+        return Transition(attrs.evolve(s, lingering=s.lingering - {i.attempt}))
+    run = s.run
+    if run is None or run.attempt is None or run.attempt.id != i.attempt:
+        return Transition(s)
+    tx = _Tx(s)
+    _fail_attempt(tx, i.error, i.error.retryable, now)
+    return tx.done()
+
+
+def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
+    if i.timer == s.expiry_timer:
+        # R-G3: observers learn of the expiry the moment it happens.
+        return Transition(attrs.evolve(s, expiry_timer=None))
+    run = s.run
+    if run is None or run.retry_timer != i.timer:
+        return Transition(s)
+    tx = _Tx(s)
+    if run.kind == "resume" and s.claim is not None:
+        expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
+        if expired:
+            _expire_claim(tx, expired)
+            return tx.done()
+    run_id = tx.new_id("run")
+    attempt = Attempt(id=tx.serial(), run_id=run_id, number=run.attempts + 1)
+    tx.set(run=attrs.evolve(run, attempt=attempt, retry_timer=None, attempts=attempt.number))
+    # R-F2: the captured request, byte for byte, with only a fresh run id.
+    tx.emit(StartAttempt(attempt.id, attrs.evolve(run.template, run_id=run_id)))
+    return tx.done()
+
+
+def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
+    r = s.tools
+    if r is None:
+        return Transition(s)
+    for n, t in enumerate(r.tasks):
+        if t.task == i.task and t.result is None:
+            break
+    else:
+        return Transition(s)  # a late result of a cancelled tool (R-H1)
+    tx = _Tx(s)
+    if i.error is not None:
+        result = _tool_message(tx, t.tool_call_id, f"Error: {i.error}", str(i.error))
+    elif isinstance(i.value, str):
+        result = _tool_message(tx, t.tool_call_id, i.value, None)
+    else:
+        try:
+            content = dumps(freeze(i.value))
+        except NotJSONError as exc:
+            problem = f"tool {t.name!r} returned a value that is not JSON ({exc.reason})"
+            result = _tool_message(tx, t.tool_call_id, f"Error: {problem}", problem)
+        else:
+            result = _tool_message(tx, t.tool_call_id, content, None)
+    tasks = (*r.tasks[:n], attrs.evolve(t, result=result), *r.tasks[n + 1 :])
+    tx.set(tools=ToolRound(tasks))
+    _tools_progress(tx)
+    return tx.done()
+
+
+def _observer_failed(s: State, i: ObserverFailed, now: float) -> Transition:
+    tx = _Tx(s)
+    error = err.ObserverError(f"an observer raised: {i.message}")
+    if s.run is not None or s.tools is not None:
+        _interrupt(tx, error)  # R-F1: application errors are never retried
+    else:
+        tx.set(error=error)
+    return tx.done()
+
+
+_HANDLERS: dict[type[Any], Callable[[State, Any, float], Transition]] = {
+    Send: _send,
+    SetMessages: _set_messages,
+    Reload: _reload,
+    Stop: _stop,
+    SetState: _set_state,
+    Resume: _resume,
+    SetThreadId: _set_thread_id,
+    SetInput: _set_input,
+    Configure: _configure,
+    FrameReceived: _frame,
+    EventReceived: _event,
+    SendStarting: _send_starting,
+    StreamEnded: _stream_ended,
+    AttemptFailed: _attempt_failed,
+    TimerFired: _timer_fired,
+    ToolFinished: _tool_finished,
+    ObserverFailed: _observer_failed,
+}

@@ -1,0 +1,166 @@
+"""Every public fact of a resource, derived from the state and never stored twice.
+
+Selectors are cheap: none walks the history. ``messages`` returns a view that
+shows a streaming message's text as far as it has arrived, joining its
+deltas only when that message is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import attrs
+
+from .errors import InterludeError
+from .json import JSON
+from .pvec import PVec
+from .state import Batch, State, Stream
+from .stream import with_text
+from .wire.messages import AssistantMessage, Message
+
+__all__ = [
+    "MessageView",
+    "error",
+    "expired_interrupt_ids",
+    "input_value",
+    "is_expired",
+    "is_loading",
+    "is_resuming",
+    "messages",
+    "needs_new_thread",
+    "output",
+    "pending_interrupts",
+    "shared_state",
+    "thread_id",
+]
+
+
+class MessageView(Sequence[Message]):
+    """The history as a read-only sequence; open messages show their text so far."""
+
+    __slots__ = ("_base", "_overrides")
+
+    def __init__(self, base: PVec[Message], overrides: dict[int, Message]) -> None:
+        self._base = base
+        self._overrides = overrides
+
+    def __len__(self) -> int:
+        return len(self._base)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        n = len(self._base)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("message index out of range")
+        return self._overrides.get(index) or self._base[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        if not self._overrides:
+            return iter(self._base)
+        return (self._overrides.get(i) or m for i, m in enumerate(self._base))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageView({list(self)!r})"
+
+
+def _live(stream: Stream) -> MessageView:
+    overrides: dict[int, Message] = {}
+    base = stream.messages
+    for o in stream.open_texts:
+        overrides[o.index] = with_text(base[o.index], str(o.rope))
+    for c in stream.open_calls:
+        holder = overrides.get(c.index) or base[c.index]
+        assert isinstance(holder, AssistantMessage)
+        calls = tuple(
+            attrs.evolve(t, function=attrs.evolve(t.function, arguments=str(c.rope)))
+            if t.id == c.tool_call_id
+            else t
+            for t in holder.tool_calls or ()
+        )
+        overrides[c.index] = attrs.evolve(holder, tool_calls=calls)
+    return MessageView(base, overrides)
+
+
+def messages(s: State) -> MessageView:
+    """The committed history, plus what the run in progress has streamed so far."""
+    stream = s.run.stream if s.run is not None else None
+    if stream is not None:
+        return _live(stream)
+    return MessageView(s.checkpoint.messages, {})
+
+
+def shared_state(s: State) -> JSON:
+    """The shared state: as streamed by the run in progress, else as committed."""
+    stream = s.run.stream if s.run is not None else None
+    return stream.state if stream is not None else s.checkpoint.state
+
+
+def pending_interrupts(s: State) -> Batch | None:
+    """The batch awaiting answers, or claimed until its acknowledgement (R-A7, R-C3)."""
+    return s.batch
+
+
+def is_loading(s: State) -> bool:
+    """A run, a retry wait or a local tool is in progress (R-C4)."""
+    return s.run is not None or s.tools is not None
+
+
+def is_resuming(s: State) -> bool:
+    """From the claim until the resumed interaction settles (R-C2, R-C4)."""
+    return s.resuming
+
+
+def error(s: State) -> InterludeError | None:
+    return s.error
+
+
+def thread_id(s: State) -> str | None:
+    return s.thread_id
+
+
+def needs_new_thread(s: State) -> bool:
+    """Recovery: only ``set_thread_id`` with a different id goes on (R-F5)."""
+    return s.needs_new_thread
+
+
+def expired_interrupt_ids(s: State, now: float) -> tuple[str, ...]:
+    return s.batch.expired_ids(now) if s.batch is not None else ()
+
+
+def is_expired(s: State, now: float) -> bool:
+    """The pending batch has an expired interrupt and cannot be resumed (R-G1)."""
+    return bool(expired_interrupt_ids(s, now))
+
+
+def input_value(s: State) -> JSON:
+    """A completion's current input (None when none was set)."""
+    return s.input.value if s.input is not None else None
+
+
+def output(s: State) -> str | None:
+    """A completion's output: the text of the newest assistant message, if any."""
+    view = messages(s)
+    for n in range(len(view) - 1, -1, -1):
+        m = view[n]
+        if isinstance(m, AssistantMessage):
+            return m.content
+        if m.role == "user":
+            return None
+    return None
+
+

@@ -1,0 +1,187 @@
+"""The reducer's state: frozen attrs classes, structurally shared between steps.
+
+Only facts are stored. Everything the application reads (``is_loading``,
+``pending_interrupts``, ``messages``...) is derived by :mod:`.selectors`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from .errors import InterludeError
+from .json import JSON
+from .options import Options
+from .pvec import PVec, Rope
+from .wire.messages import Message, ToolMessage
+from .wire.run_input import Interrupt, ResumeEntry, RunAgentInput
+
+__all__ = [
+    "Attempt",
+    "Batch",
+    "Checkpoint",
+    "Claim",
+    "CompletionInput",
+    "OpenCall",
+    "OpenText",
+    "Run",
+    "RunKind",
+    "State",
+    "Stream",
+    "ToolRound",
+    "ToolTask",
+]
+
+
+@attrs.frozen
+class Batch:
+    """A published batch of interrupts (R-A2). ``id`` is local and never sent."""
+
+    id: str
+    interrupts: tuple[Interrupt, ...]
+
+    @property
+    def earliest_expiry(self) -> float | None:
+        times = [i.expires_at_epoch for i in self.interrupts if i.expires_at_epoch is not None]
+        return min(times) if times else None
+
+    def expired_ids(self, now: float) -> tuple[str, ...]:
+        """Ids of the interrupts expired at ``now`` (R-G1: ``now >= expires_at``)."""
+        return tuple(
+            i.id
+            for i in self.interrupts
+            if i.expires_at_epoch is not None and now >= i.expires_at_epoch
+        )
+
+
+@attrs.frozen
+class Claim:
+    """A resume in flight before its acknowledgement; the answers, copied (R-B4)."""
+
+    batch_id: str
+    entries: tuple[ResumeEntry, ...]
+
+
+@attrs.frozen
+class Checkpoint:
+    """What is committed: never lost by a failure, stop or thread change (R-F6)."""
+
+    messages: PVec[Message]
+    state: JSON
+
+
+@attrs.frozen
+class OpenText:
+    """A text or reasoning message still streaming; its text is a rope, joined once."""
+
+    message_id: str
+    index: int
+    rope: Rope
+
+
+@attrs.frozen
+class OpenCall:
+    """A tool call whose arguments are still streaming."""
+
+    tool_call_id: str
+    index: int
+    """Position of the assistant message that holds the call."""
+    rope: Rope
+
+
+@attrs.frozen
+class Stream:
+    """What an acknowledged run has streamed: committed only when it finishes (R-A1)."""
+
+    messages: PVec[Message]
+    state: JSON
+    open_texts: tuple[OpenText, ...] = ()
+    open_calls: tuple[OpenCall, ...] = ()
+    new_calls: PVec[str] = attrs.field(factory=PVec.empty)
+    """Tool call ids started by this run, in order (R-D5 eligibility)."""
+    results: frozenset[str] = frozenset()
+    """Tool call ids that got a result in this run."""
+
+
+RunKind = Literal["first", "resume", "follow_up"]
+
+
+@attrs.frozen
+class Attempt:
+    id: int
+    run_id: str
+    number: int
+    """1 for the first attempt of a logical run; the retry budget counts these."""
+    acked: bool = False
+
+
+@attrs.frozen
+class Run:
+    """One logical run: its captured request, its current attempt, what it streamed."""
+
+    kind: RunKind
+    template: RunAgentInput
+    """The request as captured; retries change only ``run_id`` (R-F2)."""
+    attempt: Attempt | None
+    """None while waiting for a retry timer."""
+    attempts: int = 1
+    """Attempts started so far; the retry budget counts these (R-F1)."""
+    retry_timer: int | None = None
+    stream: Stream | None = None
+    """Set at the matching RUN_STARTED."""
+
+
+@attrs.frozen
+class ToolTask:
+    task: int
+    tool_call_id: str
+    name: str
+    result: ToolMessage | None = None
+
+
+@attrs.frozen
+class ToolRound:
+    """Local tools of one finished run, running concurrently; results in call order."""
+
+    tasks: tuple[ToolTask, ...]
+
+    @property
+    def done(self) -> bool:
+        return all(t.result is not None for t in self.tasks)
+
+
+@attrs.frozen
+class CompletionInput:
+    """A completion's input value (a wrapper, so that ``None`` is a real input)."""
+
+    value: JSON
+
+
+@attrs.frozen(kw_only=True)
+class State:
+    options: Options
+    serial: int = 0
+    """The source of every generated id: incremented, never reused (R-A2)."""
+    thread_id: str | None = None
+    checkpoint: Checkpoint
+    batch: Batch | None = None
+    claim: Claim | None = None
+    resuming: bool = False
+    """A resumed interaction is under way: from the claim until it settles (R-C4)."""
+    run: Run | None = None
+    tools: ToolRound | None = None
+    tool_rounds: int = 0
+    """Follow-up runs made so far in the current interaction."""
+    lingering: frozenset[int] = frozenset()
+    """Attempts whose run finished but whose stream is open: a late RUN_ERROR is read."""
+    expiry_timer: int | None = None
+    needs_new_thread: bool = False
+    error: InterludeError | None = None
+    warnings: tuple[str, ...] = ()
+    input: CompletionInput | None = None
+    """Completion resources: the current input (R-E)."""
+    answered: CompletionInput | None = None
+    """Completion resources: the input the last completion started with."""
+    settled: bool = False
+    """Completion resources: whether the completion of ``answered`` succeeded."""

@@ -1,0 +1,324 @@
+"""How the content events of an acknowledged run build its draft (R-J2).
+
+Each function takes a :class:`Stream` and an event and returns a new Stream,
+or raises :class:`StreamViolation` when the event breaks AG-UI in context
+(content for a message that is not open, an invalid patch...). The reducer
+turns a violation into a non-retryable ``ProtocolError``.
+
+Cost does not grow with history: text and argument deltas go to ropes and
+are joined once, when the message closes; messages live in a persistent
+vector, so closing one copies a few dozen pointers, not the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .json import JSON, FrozenDict
+from .patch import PatchError, apply_patch
+from .pvec import PVec, Rope
+from .state import OpenCall, OpenText, Stream
+from .wire import events as ev
+from .wire.messages import (
+    ActivityMessage,
+    AssistantMessage,
+    FunctionCall,
+    Message,
+    ReasoningMessage,
+    ToolCall,
+    ToolMessage,
+)
+
+__all__ = ["MAX_OPEN", "StreamViolation", "apply_content_event", "close_all", "with_text"]
+
+MAX_OPEN = 256
+"""Messages and tool calls open at once; more is a hostile or broken stream."""
+
+
+class StreamViolation(Exception):
+    """An event that breaks AG-UI in the context of the run's stream."""
+
+
+# -- text and reasoning messages -------------------------------------------------
+
+
+def _find_open_text(s: Stream, message_id: str) -> OpenText | None:
+    for o in s.open_texts:
+        if o.message_id == message_id:
+            return o
+    return None
+
+
+def _start_text(s: Stream, message: Message) -> Stream:
+    if _find_open_text(s, message.id) is not None:
+        raise StreamViolation(f"message {message.id!r} was started twice")
+    if len(s.open_texts) >= MAX_OPEN:
+        raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
+    opened = OpenText(message_id=message.id, index=len(s.messages), rope=Rope())
+    return attrs.evolve(
+        s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened)
+    )
+
+
+def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
+    texts = s.open_texts
+    # The message being written is almost always the newest one: check it first.
+    for i in range(len(texts) - 1, -1, -1):
+        o = texts[i]
+        if o.message_id == message_id:
+            grown = OpenText(message_id=message_id, index=o.index, rope=o.rope.append(delta))
+            return attrs.evolve(s, open_texts=(*texts[:i], grown, *texts[i + 1 :]))
+    raise StreamViolation(f"content for message {message_id!r}, which is not open")
+
+
+def with_text(message: Message, text: str) -> Message:
+    """``message`` with its text content set (text, reasoning and plain messages)."""
+    m: Any = message
+    return attrs.evolve(m, content=text)  # type: ignore[no-any-return]
+
+
+def _end_text(s: Stream, message_id: str) -> Stream:
+    o = _find_open_text(s, message_id)
+    if o is None:
+        raise StreamViolation(f"end of message {message_id!r}, which is not open")
+    closed = with_text(s.messages[o.index], str(o.rope))
+    return attrs.evolve(
+        s,
+        messages=s.messages.set(o.index, closed),
+        open_texts=tuple(t for t in s.open_texts if t is not o),
+    )
+
+
+def _text_start(s: Stream, e: ev.TextMessageStart) -> Stream:
+    return _start_text(s, _plain_message(e.role or "assistant", e.message_id, e.name))
+
+
+def _plain_message(role: str, message_id: str, name: str | None) -> Message:
+    from .wire.messages import DeveloperMessage, SystemMessage, UserMessage
+
+    if role == "user":
+        return UserMessage(id=message_id, content="", name=name)
+    if role == "system":
+        return SystemMessage(id=message_id, content="", name=name)
+    if role == "developer":
+        return DeveloperMessage(id=message_id, content="", name=name)
+    return AssistantMessage(id=message_id, content="", name=name)
+
+
+def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
+    # A chunk opens its message when needed; the run's end closes it (AG-UI 1.0).
+    mid = e.message_id
+    if mid is None:
+        if not s.open_texts:
+            raise StreamViolation("a TEXT_MESSAGE_CHUNK without messageId and no open message")
+        mid = s.open_texts[-1].message_id
+    if _find_open_text(s, mid) is None:
+        s = _start_text(s, _plain_message(e.role or "assistant", mid, e.name))
+    return _append_text(s, mid, e.delta) if e.delta else s
+
+
+def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
+    return _start_text(s, ReasoningMessage(id=e.message_id, content=""))
+
+
+def _reasoning_chunk(s: Stream, e: ev.ReasoningMessageChunk) -> Stream:
+    mid = e.message_id
+    if mid is None:
+        if not s.open_texts:
+            raise StreamViolation("a REASONING_MESSAGE_CHUNK without messageId and none open")
+        mid = s.open_texts[-1].message_id
+    if _find_open_text(s, mid) is None:
+        s = _start_text(s, ReasoningMessage(id=mid, content=""))
+    return _append_text(s, mid, e.delta) if e.delta else s
+
+
+# -- tool calls --------------------------------------------------------------------
+
+
+def _find_open_call(s: Stream, tool_call_id: str) -> OpenCall | None:
+    for o in s.open_calls:
+        if o.tool_call_id == tool_call_id:
+            return o
+    return None
+
+
+def _index_of(s: Stream, message_id: str, lowest: int) -> int | None:
+    """The position of ``message_id`` at or after ``lowest``, newest first."""
+    for i in range(len(s.messages) - 1, lowest - 1, -1):
+        if s.messages[i].id == message_id:
+            return i
+    return None
+
+
+def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None) -> Stream:
+    if _find_open_call(s, tool_call_id) is not None:
+        raise StreamViolation(f"tool call {tool_call_id!r} was started twice")
+    if len(s.open_calls) >= MAX_OPEN:
+        raise StreamViolation(f"more than {MAX_OPEN} tool calls open at once")
+    call = ToolCall(id=tool_call_id, function=FunctionCall(name=name, arguments=""))
+    messages = s.messages
+    index: int | None = None
+    if parent is not None:
+        o = _find_open_text(s, parent)
+        index = o.index if o is not None else _index_of(s, parent, max(0, len(messages) - 64))
+    elif len(messages) and isinstance(messages[-1], AssistantMessage):
+        index = len(messages) - 1
+    if index is None or not isinstance(messages[index], AssistantMessage):
+        holder = AssistantMessage(id=parent or f"{tool_call_id}-message", tool_calls=(call,))
+        index = len(messages)
+        messages = messages.append(holder)
+    else:
+        parent_message = messages[index]
+        assert isinstance(parent_message, AssistantMessage)
+        messages = messages.set(
+            index,
+            attrs.evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
+        )
+    opened = OpenCall(tool_call_id=tool_call_id, index=index, rope=Rope())
+    return attrs.evolve(
+        s,
+        messages=messages,
+        open_calls=(*s.open_calls, opened),
+        new_calls=s.new_calls.append(tool_call_id),
+    )
+
+
+def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
+    calls = s.open_calls
+    for i in range(len(calls) - 1, -1, -1):
+        o = calls[i]
+        if o.tool_call_id == tool_call_id:
+            grown = OpenCall(tool_call_id=tool_call_id, index=o.index, rope=o.rope.append(delta))
+            return attrs.evolve(s, open_calls=(*calls[:i], grown, *calls[i + 1 :]))
+    raise StreamViolation(f"arguments for tool call {tool_call_id!r}, which is not open")
+
+
+def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
+    o = _find_open_call(s, tool_call_id)
+    if o is None:
+        raise StreamViolation(f"end of tool call {tool_call_id!r}, which is not open")
+    holder = s.messages[o.index]
+    assert isinstance(holder, AssistantMessage)
+    args = str(o.rope)
+    calls = tuple(
+        attrs.evolve(c, function=attrs.evolve(c.function, arguments=args))
+        if c.id == tool_call_id
+        else c
+        for c in holder.tool_calls or ()
+    )
+    return attrs.evolve(
+        s,
+        messages=s.messages.set(o.index, attrs.evolve(holder, tool_calls=calls)),
+        open_calls=tuple(c for c in s.open_calls if c is not o),
+    )
+
+
+def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
+    cid = e.tool_call_id
+    if cid is None:
+        if not s.open_calls:
+            raise StreamViolation("a TOOL_CALL_CHUNK without toolCallId and no open call")
+        cid = s.open_calls[-1].tool_call_id
+    if _find_open_call(s, cid) is None:
+        if e.tool_call_name is None:
+            raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
+        s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id)
+    return _tool_call_args(s, cid, e.delta) if e.delta else s
+
+
+def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
+    # R-D4: the result may name a call from before the interrupt; it attaches by id.
+    msg = ToolMessage(id=e.message_id, content=e.content, tool_call_id=e.tool_call_id)
+    return attrs.evolve(
+        s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id}
+    )
+
+
+# -- snapshots, deltas, activities ---------------------------------------------------
+
+
+def _patched(doc: JSON, ops: Any, what: str) -> JSON:
+    try:
+        return apply_patch(doc, ops)
+    except PatchError as exc:
+        raise StreamViolation(f"invalid {what}: {exc}") from None
+
+
+def _state_delta(s: Stream, e: ev.StateDelta) -> Stream:
+    return attrs.evolve(s, state=_patched(s.state, e.delta, "STATE_DELTA patch"))
+
+
+def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
+    # Reconciled by id: an unchanged message keeps its object, so the new
+    # history shares what it can with the old one. Open streams end here: the
+    # snapshot is authoritative.
+    old = {m.id: m for m in s.messages}
+    merged = PVec.from_iterable(
+        old[m.id] if old.get(m.id) == m else m for m in e.messages
+    )
+    return attrs.evolve(s, messages=merged, open_texts=(), open_calls=())
+
+
+def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
+    msg = ActivityMessage(id=e.message_id, activity_type=e.activity_type, content=e.content)
+    i = _index_of(s, e.message_id, 0)
+    if i is None:
+        return attrs.evolve(s, messages=s.messages.append(msg))
+    if e.replace is False:
+        return s
+    return attrs.evolve(s, messages=s.messages.set(i, msg))
+
+
+def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
+    i = _index_of(s, e.message_id, 0)
+    if i is None or not isinstance(s.messages[i], ActivityMessage):
+        raise StreamViolation(f"ACTIVITY_DELTA for {e.message_id!r}, which has no snapshot")
+    current = s.messages[i]
+    assert isinstance(current, ActivityMessage)
+    content = _patched(current.content, e.patch, "ACTIVITY_DELTA patch")
+    if not isinstance(content, FrozenDict):
+        raise StreamViolation("an ACTIVITY_DELTA patch made the activity content a non-object")
+    return attrs.evolve(s, messages=s.messages.set(i, attrs.evolve(current, content=content)))
+
+
+_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
+    ev.TextMessageStart: _text_start,
+    ev.TextMessageContent: lambda s, e: _append_text(s, e.message_id, e.delta),
+    ev.TextMessageEnd: lambda s, e: _end_text(s, e.message_id),
+    ev.TextMessageChunk: _text_chunk,
+    ev.ReasoningMessageStart: _reasoning_start,
+    ev.ReasoningMessageContent: lambda s, e: _append_text(s, e.message_id, e.delta),
+    ev.ReasoningMessageEnd: lambda s, e: _end_text(s, e.message_id),
+    ev.ReasoningMessageChunk: _reasoning_chunk,
+    ev.ToolCallStart: lambda s, e: _tool_call_start(
+        s, e.tool_call_id, e.tool_call_name, e.parent_message_id
+    ),
+    ev.ToolCallArgs: lambda s, e: _tool_call_args(s, e.tool_call_id, e.delta),
+    ev.ToolCallEnd: lambda s, e: _tool_call_end(s, e.tool_call_id),
+    ev.ToolCallChunk: _tool_call_chunk,
+    ev.ToolCallResult: _tool_call_result,
+    ev.StateSnapshot: lambda s, e: attrs.evolve(s, state=e.snapshot),
+    ev.StateDelta: _state_delta,
+    ev.MessagesSnapshot: _messages_snapshot,
+    ev.ActivitySnapshot: _activity_snapshot,
+    ev.ActivityDelta: _activity_delta,
+}
+
+
+def apply_content_event(s: Stream, event: object) -> Stream:
+    """The stream after ``event``. Events that carry no content leave it as it is
+    (steps, raw, custom, subagent lifecycle, reasoning phases, unknown types)."""
+    handler = _HANDLERS.get(type(event))
+    return s if handler is None else handler(s, event)
+
+
+def close_all(s: Stream) -> Stream:
+    """Join every open text and argument rope into its message (at a run's end)."""
+    for o in s.open_texts:
+        s = _end_text(s, o.message_id)
+    for c in s.open_calls:
+        s = _tool_call_end(s, c.tool_call_id)
+    return s
