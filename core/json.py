@@ -24,7 +24,7 @@ __all__ = [
     "thaw",
 ]
 
-JSON: TypeAlias = "None | bool | int | float | str | tuple[JSON, ...] | FrozenDict"
+JSON: TypeAlias = "bool | int | float | str | tuple[JSON, ...] | FrozenDict | None"
 
 
 class FrozenDict(dict[str, "JSON"]):
@@ -151,7 +151,7 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
                     out[key] = _freeze(v, depth + 1, max_depth, active)
                 return _wrap(out)
             items: list[JSON] = []
-            for key, v in enumerate(value):
+            for key, v in enumerate(value):  # noqa: B007 (``key`` names the failing item)
                 items.append(_freeze(v, depth + 1, max_depth, active))
             return tuple(items)
         except _Fail as exc:

@@ -44,8 +44,9 @@ class RetryPolicy:
     base_delay: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
     multiplier: float = attrs.field(default=2.0, validator=attrs.validators.ge(1))
     max_delay: float = attrs.field(default=10.0, validator=attrs.validators.ge(0))
-    jitter: float = attrs.field(default=0.2, validator=attrs.validators.and_(
-        attrs.validators.ge(0), attrs.validators.le(1)))
+    jitter: float = attrs.field(
+        default=0.2, validator=attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1))
+    )
     jitter_seed: int = 0
 
     def delay(self, failed_attempt: int, draw: int) -> float:

@@ -223,7 +223,9 @@ def _expire_claim(tx: _Tx, expired: tuple[str, ...]) -> None:
     )
 
 
-def _claim_blocked_by_expiry(s: State, entries: tuple[ResumeEntry, ...], now: float) -> tuple[str, ...]:
+def _claim_blocked_by_expiry(
+    s: State, entries: tuple[ResumeEntry, ...], now: float
+) -> tuple[str, ...]:
     """The expired interrupts that block sending these entries (R-G1, R-G2)."""
     assert s.batch is not None
     expired = s.batch.expired_ids(now)
@@ -468,9 +470,9 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
     )
     # R-E4: a completion's current input is sent once, unchanged, on the next thread.
     cur = tx.s
-    if cur.options.kind == "completion" and cur.input is not None:
-        if cur.input != cur.answered or not cur.settled:
-            _start_completion(tx, cur.input)
+    unanswered = cur.input is not None and (cur.input != cur.answered or not cur.settled)
+    if cur.options.kind == "completion" and cur.input is not None and unanswered:
+        _start_completion(tx, cur.input)
     return tx.done()
 
 
@@ -585,7 +587,7 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
         return
     cp = tx.s.checkpoint
     acked = attrs.evolve(attempt, acked=True)
-    stream = Stream(messages=cp.messages, state=cp.state)
+    stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages))
     tx.set(run=attrs.evolve(run, attempt=acked, stream=stream))
     if run.kind == "resume":
         # R-C3: the acknowledgement retires the claimed batch; R-D2: state unlocks.
@@ -792,11 +794,10 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
     r = s.tools
     if r is None:
         return Transition(s)
-    for n, t in enumerate(r.tasks):
-        if t.task == i.task and t.result is None:
-            break
-    else:
+    n = next((k for k, t in enumerate(r.tasks) if t.task == i.task and t.result is None), None)
+    if n is None:
         return Transition(s)  # a late result of a cancelled tool (R-H1)
+    t = r.tasks[n]
     tx = _Tx(s)
     if i.error is not None:
         result = _tool_message(tx, t.tool_call_id, f"Error: {i.error}", str(i.error))

@@ -162,5 +162,3 @@ def output(s: State) -> str | None:
         if m.role == "user":
             return None
     return None
-
-

@@ -102,6 +102,8 @@ class Stream:
     """Tool call ids started by this run, in order (R-D5 eligibility)."""
     results: frozenset[str] = frozenset()
     """Tool call ids that got a result in this run."""
+    base: int = 0
+    """Messages from this index on were streamed by this run (committed ones come before)."""
 
 
 RunKind = Literal["first", "resume", "follow_up"]

@@ -58,9 +58,7 @@ def _start_text(s: Stream, message: Message) -> Stream:
     if len(s.open_texts) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
     opened = OpenText(message_id=message.id, index=len(s.messages), rope=Rope())
-    return attrs.evolve(
-        s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened)
-    )
+    return attrs.evolve(s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened))
 
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
@@ -162,12 +160,12 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
     messages = s.messages
     index: int | None = None
     if parent is not None:
+        # Only a message of this run can take the call: committed ones never change.
         o = _find_open_text(s, parent)
-        index = o.index if o is not None else _index_of(s, parent, max(0, len(messages) - 64))
-    elif len(messages) and isinstance(messages[-1], AssistantMessage):
-        index = len(messages) - 1
+        index = o.index if o is not None else _index_of(s, parent, s.base)
     if index is None or not isinstance(messages[index], AssistantMessage):
-        holder = AssistantMessage(id=parent or f"{tool_call_id}-message", tool_calls=(call,))
+        # As AG-UI clients do: the call gets its own assistant message.
+        holder = AssistantMessage(id=parent or tool_call_id, tool_calls=(call,))
         index = len(messages)
         messages = messages.append(holder)
     else:
@@ -232,9 +230,7 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
 def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     # R-D4: the result may name a call from before the interrupt; it attaches by id.
     msg = ToolMessage(id=e.message_id, content=e.content, tool_call_id=e.tool_call_id)
-    return attrs.evolve(
-        s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id}
-    )
+    return attrs.evolve(s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id})
 
 
 # -- snapshots, deltas, activities ---------------------------------------------------
@@ -256,15 +252,13 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     # history shares what it can with the old one. Open streams end here: the
     # snapshot is authoritative.
     old = {m.id: m for m in s.messages}
-    merged = PVec.from_iterable(
-        old[m.id] if old.get(m.id) == m else m for m in e.messages
-    )
-    return attrs.evolve(s, messages=merged, open_texts=(), open_calls=())
+    merged = PVec.from_iterable(old[m.id] if old.get(m.id) == m else m for m in e.messages)
+    return attrs.evolve(s, messages=merged, open_texts=(), open_calls=(), base=0)
 
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
     msg = ActivityMessage(id=e.message_id, activity_type=e.activity_type, content=e.content)
-    i = _index_of(s, e.message_id, 0)
+    i = _index_of(s, e.message_id, s.base)
     if i is None:
         return attrs.evolve(s, messages=s.messages.append(msg))
     if e.replace is False:
@@ -273,7 +267,7 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
 
 
 def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
-    i = _index_of(s, e.message_id, 0)
+    i = _index_of(s, e.message_id, s.base)
     if i is None or not isinstance(s.messages[i], ActivityMessage):
         raise StreamViolation(f"ACTIVITY_DELTA for {e.message_id!r}, which has no snapshot")
     current = s.messages[i]

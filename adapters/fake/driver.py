@@ -122,8 +122,16 @@ class _Timer:
 class FakeDriver:
     """Runs resources against a :class:`ScriptedAgent`, one step at a time."""
 
-    def __init__(self, agent: ScriptedAgent | None = None, *, clock: FakeClock | None = None):
+    def __init__(
+        self,
+        agent: ScriptedAgent | None = None,
+        *,
+        clock: FakeClock | None = None,
+        resource_class: type[Resource] = Resource,
+    ) -> None:
+        """``resource_class`` lets wrappers and tests use a subclass of Resource."""
         self.agent = agent if agent is not None else ScriptedAgent()
+        self.resource_class = resource_class
         self.clock = clock if clock is not None else FakeClock()
         self._actions: deque[tuple[str, Any]] = deque()
         self._timers: list[tuple[float, int, _Timer]] = []
@@ -169,7 +177,7 @@ class FakeDriver:
         state: Any,
     ) -> Resource:
         opts = with_local_tools(options or Options(), kind, local_tools or {})
-        r = Resource(self, opts, thread_id=thread_id, messages=messages, state=state)
+        r = self.resource_class(self, opts, thread_id=thread_id, messages=messages, state=state)
         self._tools[id(r)] = dict(local_tools or {})
         return r
 

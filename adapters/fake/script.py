@@ -76,8 +76,8 @@ class Reply:
     events: tuple[Any, ...] = ()
     fail_before_send: TransportError | ProtocolError | None = None
     fail_after: int | None = None
-    failure: TransportError | ProtocolError = TransportError(
-        "the connection dropped", retryable=True
+    failure: TransportError | ProtocolError = attrs.field(
+        factory=lambda: TransportError("the connection dropped", retryable=True)
     )
     hold: bool = False
 

@@ -1,0 +1,227 @@
+"""The HTTP transport: POST a RunAgentInput, stream back the SSE frames' data (R-J4).
+
+It carries bytes and reports failures as interlude errors; what a frame means
+is the core's business. httpx runs on trio and on asyncio (through anyio), so
+this module uses only anyio and httpx, never a loop directly.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from types import TracebackType
+from typing import Self
+
+import anyio
+import httpx
+
+from interlude.core.errors import ProtocolError, TransportError
+
+from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
+
+__all__ = ["ERROR_BODY_LIMIT", "HttpxTransport"]
+
+ERROR_BODY_LIMIT = 4096
+"""Bytes of a non-2xx answer's body kept in the ``TransportError``: enough to explain."""
+
+_CLEANUP_SECONDS = 5.0  # bound on closing a response, which runs shielded from cancellation
+
+
+class HttpxTransport:
+    """POSTs request bodies to one AG-UI endpoint and streams the answers.
+
+    ``headers`` are sent with every request (authentication, say); the
+    transport sets ``Content-Type: application/json`` and
+    ``Accept: text/event-stream`` itself, over any given. Timeouts are seconds,
+    ``None`` for no limit: ``connect_timeout`` for the TCP/TLS connection,
+    ``read_timeout`` for the response head to arrive once the request starts,
+    ``idle_timeout`` for the longest silence between bytes of the body (send
+    keep-alive comments more often than that). Timeouts apply per request, so
+    they hold for an injected client too.
+
+    ``client`` is used as given and left open; without one the transport makes
+    its own and closes it in :meth:`aclose` (or at the end of ``async with``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        client: httpx.AsyncClient | None = None,
+        connect_timeout: float | None = 10.0,
+        read_timeout: float | None = 60.0,
+        idle_timeout: float | None = 300.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.url = httpx.URL(url)  # a malformed URL fails here, not at the first run
+        # Error messages name the endpoint without credentials or query (tokens live there).
+        self._where = str(self.url.copy_with(userinfo=b"", query=None, fragment=None))
+        self._headers = httpx.Headers(headers)
+        self._headers["Content-Type"] = "application/json"
+        self._headers["Accept"] = "text/event-stream"
+        self._owns_client = client is None
+        self._client = httpx.AsyncClient() if client is None else client
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._idle_timeout = idle_timeout
+        # httpx's read timeout bounds each wait for the socket: the gap between bytes.
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout, read=idle_timeout, write=read_timeout, pool=connect_timeout
+        )
+        self._max_frame_bytes = max_frame_bytes
+
+    async def aclose(self) -> None:
+        """Close the client if the transport made it; an injected one stays open."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def stream(self, body: bytes) -> AsyncGenerator[str, None]:
+        """POST ``body`` as given and yield each SSE frame's data as it arrives.
+
+        Raises :class:`TransportError` for a non-2xx answer (with status and
+        the body's first 4 KiB) and for network failures and timeouts
+        (retryable); :class:`ProtocolError` for a 2xx that is not an event
+        stream, a frame over ``max_frame_bytes``, or a stream that ends in the
+        middle of a frame (retryable). Closing the generator, or cancelling the
+        task reading it, closes the HTTP response at once; use
+        ``contextlib.aclosing`` so that breaking out of the loop does too.
+        """
+        request = self._client.build_request(
+            "POST", self.url, content=body, headers=self._headers, timeout=self._timeout
+        )
+        response = await self._send(request)
+        chunks = response.aiter_bytes()
+        try:
+            if not response.is_success:
+                text = await self._error_body(response, chunks)
+                raise TransportError.from_status(response.status_code, text)
+            content_type = response.headers.get("Content-Type", "")
+            if content_type.partition(";")[0].strip().lower() != "text/event-stream":
+                what = f"content type {content_type!r}" if content_type else "no content type"
+                raise ProtocolError(
+                    f"the endpoint answered HTTP {response.status_code} with {what}, "
+                    "not text/event-stream",
+                    retryable=False,
+                )
+            parser = SSEParser(max_frame_bytes=self._max_frame_bytes)
+            while (chunk := await self._next_chunk(chunks)) is not None:
+                for event in parser.feed(chunk):
+                    yield event.data
+            parser.close()
+            if parser.truncated:
+                raise ProtocolError("the stream ended in the middle of an event", retryable=True)
+        finally:
+            await _release(response, chunks)
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        try:
+            with anyio.fail_after(self._read_timeout):
+                return await self._client.send(request, stream=True)
+        except TimeoutError:
+            raise TransportError(
+                f"{self._where} sent no response within {self._read_timeout} s", retryable=True
+            ) from None
+        except httpx.ConnectTimeout as exc:
+            raise TransportError(
+                f"could not connect to {self._where} within {self._connect_timeout} s",
+                retryable=True,
+            ) from exc
+        except httpx.ReadTimeout as exc:
+            raise TransportError(
+                f"{self._where} sent no response within {self._idle_timeout} s", retryable=True
+            ) from exc
+        except httpx.PoolTimeout as exc:
+            raise TransportError(
+                f"no connection to {self._where} came free in the client's pool within "
+                f"{self._connect_timeout} s",
+                retryable=True,
+            ) from exc
+        except httpx.ConnectError as exc:
+            raise TransportError(
+                f"could not connect to {self._where}: {_why(exc)}", retryable=True
+            ) from exc
+        except (httpx.UnsupportedProtocol, httpx.LocalProtocolError) as exc:
+            raise TransportError(
+                f"the request to {self._where} could not be made: {_why(exc)}", retryable=False
+            ) from exc
+        except httpx.TransportError as exc:
+            raise TransportError(
+                f"the request to {self._where} failed before a response arrived: {_why(exc)}",
+                retryable=True,
+            ) from exc
+
+    async def _next_chunk(self, chunks: AsyncIterator[bytes]) -> bytes | None:
+        """The next bytes of the body, ``None`` at its end; failures become interlude errors."""
+        try:
+            return await anext(chunks)
+        except StopAsyncIteration:
+            return None
+        except httpx.ReadTimeout as exc:
+            raise TransportError(
+                f"the stream from {self._where} was silent for more than {self._idle_timeout} s",
+                retryable=True,
+            ) from exc
+        except httpx.DecodingError as exc:
+            raise TransportError(
+                f"the response body from {self._where} could not be decoded: {_why(exc)}",
+                retryable=False,
+            ) from exc
+        except httpx.TransportError as exc:
+            raise TransportError(
+                f"the connection to {self._where} broke while streaming: {_why(exc)}",
+                retryable=True,
+            ) from exc
+
+    async def _error_body(self, response: httpx.Response, chunks: AsyncIterator[bytes]) -> str:
+        """The start of a non-2xx answer's body, as text; whatever arrived if reading fails."""
+        got = bytearray()
+        with anyio.move_on_after(self._read_timeout):
+            try:
+                async for chunk in chunks:
+                    got += chunk
+                    if len(got) >= ERROR_BODY_LIMIT:
+                        break
+            except httpx.HTTPError:
+                pass
+        try:
+            decoder = codecs.getincrementaldecoder(response.charset_encoding or "utf-8")
+        except LookupError:
+            decoder = codecs.getincrementaldecoder("utf-8")
+        # A character cut at the limit is dropped, not shown as U+FFFD.
+        cut = len(got) >= ERROR_BODY_LIMIT
+        return decoder("replace").decode(bytes(got[:ERROR_BODY_LIMIT]), final=not cut)
+
+
+async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+    """Close the response and unwind httpx's generators, even inside a cancelled scope.
+
+    Closing only the outer generator would strand the ones nested in httpx and
+    httpcore half-run, for the GC to find (and trio to warn about: httpx#3686).
+    Reading on under an already cancelled scope raises at the innermost await
+    and unwinds them all; httpcore then drops the connection it could not finish.
+    """
+    with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+        with anyio.CancelScope() as unwind:
+            unwind.cancel()
+            try:
+                async for _ in chunks:
+                    pass
+            except Exception:  # the response is being discarded: its errors no longer matter
+                pass
+        await response.aclose()
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

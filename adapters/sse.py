@@ -1,0 +1,205 @@
+"""An incremental Server-Sent Events parser, sans-IO, following WHATWG HTML §9.2.6.
+
+It splits lines on bytes and decodes each field once it is whole: a line end is
+ASCII, so it can never fall inside a UTF-8 sequence, and decoding per line with
+U+FFFD replacement gives exactly what decoding the whole stream would. That
+keeps a multi-byte character split across chunks correct without a decoder
+state, and makes the size bound exact in bytes.
+
+Every byte is looked at a constant number of times, whatever the chunking: a
+partial line grows in a ``bytearray`` and is joined once, when its line ends.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from interlude.core.errors import ProtocolError
+
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "SSEEvent", "SSEParser"]
+
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+"""The default bound on one frame's data, or one line, in bytes."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class SSEEvent(NamedTuple):
+    """One dispatched frame.
+
+    ``event`` is ``"message"`` when the frame named none. ``id`` is the stream's
+    last event id when the frame was dispatched (WHATWG keeps it across frames;
+    ``None`` until an ``id:`` field is seen).
+    """
+
+    event: str
+    data: str
+    id: str | None
+
+
+_new_event = tuple.__new__  # SSEEvent's own __new__ is a Python function: twice as slow
+
+
+class SSEParser:
+    """Feed bytes as they arrive; get back the frames they complete.
+
+    A frame is dispatched at the blank line that ends it, and only if it had a
+    ``data`` field (``data:`` with an empty value counts, as in WHATWG). At end
+    of stream, call :meth:`close`: an unterminated frame is discarded, as WHATWG
+    requires, and :attr:`truncated` says whether there was one, so the caller
+    can report a stream cut in the middle of an event. After :meth:`feed` raises,
+    the parser is spent: the stream is broken.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_data",
+        "_data_len",
+        "_event",
+        "_fields",
+        "_head",
+        "_id",
+        "_partial",
+        "_skip_lf",
+        "_start",
+        "last_event_id",
+        "max_frame_bytes",
+        "truncated",
+    )
+
+    def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self.truncated = False
+        """Set by :meth:`close`: the stream ended part way through a frame."""
+        self.last_event_id: str | None = None
+        """The id committed by the last frame end, for a reconnect's ``Last-Event-ID``."""
+        self._start = True  # still deciding whether the stream opens with a BOM
+        self._head = b""  # the bytes held back while deciding
+        self._skip_lf = False  # the last chunk ended in CR: a leading LF completes that CRLF
+        self._partial = bytearray()  # the current line, not yet ended
+        self._data: list[bytes] = []  # the frame's data values
+        self._data_len = 0  # bytes held by _data, counting the joining LFs
+        self._event = ""
+        self._id: str | None = None  # WHATWG's "last event ID buffer"
+        self._fields = False  # a field other than data was seen in this frame
+        self._closed = False
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Consume the next bytes of the stream; return the frames they complete.
+
+        Raises :class:`ProtocolError` when a frame's data or a single line
+        grows past ``max_frame_bytes``, before buffering any more of it.
+        """
+        if self._closed:
+            raise RuntimeError("SSEParser.feed() after close()")
+        if self._start:
+            chunk = self._head + chunk
+            if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+                self._head = chunk
+                return []
+            self._start = False
+            self._head = b""
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            self._skip_lf = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        elif b"\n" not in chunk:  # the middle of a line: a trickle, or a long line
+            self._more(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if self._partial:
+            self._partial += lines[0]
+            lines[0] = bytes(self._partial)
+            self._partial.clear()
+        events = self._lines(lines)
+        if rest:
+            self._more(rest)
+        return events
+
+    def _more(self, piece: bytes) -> None:
+        """Add to the unfinished line, within the bound."""
+        partial = self._partial
+        partial += piece
+        if self._data_len + len(partial) > self.max_frame_bytes:
+            raise self._too_big()
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: discard an unterminated frame and say so in :attr:`truncated`.
+
+        Returns no events (a frame needs its blank line); the list keeps the
+        call symmetric with :meth:`feed`.
+        """
+        if not self._closed:
+            self._closed = True
+            self.truncated = bool(self._head or self._partial or self._data or self._fields)
+            self._head = b""
+            self._partial = bytearray()
+            self._data = []
+            self._data_len = 0
+        return []
+
+    def _lines(self, lines: list[bytes]) -> list[SSEEvent]:
+        # The hot loop: a blank line or a "data:" line is handled inline, the rest
+        # in _field. Locals stand in for attributes until the loop ends.
+        events: list[SSEEvent] = []
+        data = self._data
+        size = self._data_len
+        limit = self.max_frame_bytes
+        for line in lines:
+            if not line:
+                self.last_event_id = self._id
+                if data:
+                    raw = data[0] if len(data) == 1 else b"\n".join(data)
+                    event = self._event or "message"
+                    text = raw.decode("utf-8", "replace")
+                    events.append(_new_event(SSEEvent, (event, text, self._id)))
+                    data.clear()
+                    size = 0
+                self._event = ""
+                self._fields = False
+            elif line.startswith(b"data:"):
+                value = line[6:] if len(line) > 5 and line[5] == 0x20 else line[5:]
+                size += len(value) + 1
+                if size > limit:
+                    self._data_len = size
+                    raise self._too_big()
+                data.append(value)
+            else:
+                self._data_len = size
+                self._field(line)
+                size = self._data_len
+        self._data_len = size
+        return events
+
+    def _field(self, line: bytes) -> None:
+        """Any line but a blank or ``data:`` one: comments and the other fields."""
+        if len(line) > self.max_frame_bytes:
+            raise self._too_big()
+        if line[0] == 0x3A:  # ":" opens a comment, which includes keep-alives
+            return
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":  # "data" with no colon, or "data:" already handled inline
+            self._data_len += len(value) + 1
+            if self._data_len > self.max_frame_bytes:
+                raise self._too_big()
+            self._data.append(value)
+            return
+        self._fields = True
+        if name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id" and b"\0" not in value:
+            self._id = value.decode("utf-8", "replace")
+        # An id holding NUL, "retry" and unknown fields are ignored.
+
+    def _too_big(self) -> ProtocolError:
+        return ProtocolError(
+            f"an SSE frame or line exceeds the limit of {self.max_frame_bytes} bytes"
+        )

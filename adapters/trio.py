@@ -1,0 +1,475 @@
+"""The async driver: carries the reducer's commands out concurrently, for real.
+
+It is the fake driver's twin (``interlude.adapters.fake``) on a real event
+loop: every command is done the same way, but streams, timers and local tools
+run as tasks of one task group owned by the driver, so leaving ``async with``
+cancels them all and waits for them (structured concurrency). Written on
+anyio, it runs under trio and under asyncio alike::
+
+    async with HttpxTransport(url) as transport, TrioDriver(transport) as driver:
+        chat = driver.chat()
+        chat.send("hello")
+        await chat.wait_idle()
+
+The driver decides nothing about batches, claims, retries or expiry: it feeds
+what happened back to the resource, which steps the reducer. Every
+``resource.apply`` happens on the event loop thread; local sync tools run in
+worker threads and only their results come back to the loop.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self, assert_never
+
+import anyio
+import anyio.to_thread
+import attrs
+from anyio.abc import TaskGroup
+
+from interlude.core import inputs as i
+from interlude.core.commands import (
+    AbortAttempt,
+    CancelTimer,
+    CancelTool,
+    Command,
+    RunTool,
+    StartAttempt,
+    StartTimer,
+)
+from interlude.core.errors import ProtocolError, TransportError
+from interlude.core.json import thaw
+from interlude.core.options import Options, ResourceKind
+from interlude.core.reducer import Transition
+from interlude.core.state import Batch
+from interlude.core.wire.codec import dumps, encode_run_input
+from interlude.core.wire.messages import Message
+
+from .fake.driver import with_local_tools
+from .resource import Resource
+
+__all__ = ["AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
+
+LocalTool = Callable[..., Any]
+"""A local tool: ``fn(arguments)`` or ``fn(arguments, signal)``, sync or async.
+
+Async tools run on the event loop; sync tools run in a worker thread. The
+return value (a JSON value or text) becomes the tool message; an exception
+becomes a tool message that names it.
+"""
+
+
+class Transport(Protocol):
+    """Sends one request body and yields the data of each SSE frame of the answer.
+
+    Raises :class:`TransportError` or :class:`ProtocolError` when the request
+    or its stream fails (``interlude.adapters.httpx.HttpxTransport`` is one).
+    """
+
+    def stream(self, body: bytes) -> AsyncIterator[str]: ...
+
+
+class ToolSignal:
+    """Tells a running local tool that it was cancelled (stop, thread change, shutdown).
+
+    An async tool is also cancelled at its next ``await``; a sync tool in a
+    worker thread cannot be interrupted, so it should poll :attr:`cancelled` or
+    block in :meth:`wait_blocking`: the driver abandons its thread and ignores
+    its result either way.
+    """
+
+    def __init__(self) -> None:
+        self._flag = threading.Event()
+        self._waiters: list[anyio.Event] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._flag.is_set()
+
+    def wait_blocking(self, timeout: float | None = None) -> bool:
+        """Block this (worker) thread until cancelled; False if ``timeout`` ran out first."""
+        return self._flag.wait(timeout)
+
+    async def wait(self) -> None:
+        """Wait on the event loop until cancelled."""
+        if self.cancelled:
+            return
+        event = anyio.Event()
+        self._waiters.append(event)
+        await event.wait()
+
+    def _cancel(self) -> None:  # on the loop thread only
+        self._flag.set()
+        waiters, self._waiters = self._waiters, []
+        for event in waiters:
+            event.set()
+
+
+@attrs.frozen
+class _Tool:
+    fn: LocalTool
+    is_async: bool
+    takes_signal: bool
+
+    @classmethod
+    def of(cls, fn: LocalTool) -> _Tool:
+        call = type(fn).__call__  # an object whose __call__ is async counts too
+        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+        return cls(fn, is_async, _takes_two_arguments(fn))
+
+
+def _takes_two_arguments(fn: LocalTool) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # some builtins have no signature: pass the arguments only
+        return False
+    positional = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+@attrs.define(eq=False)
+class _Books:
+    """What the driver runs for one resource, by the reducer's ids."""
+
+    resource: AsyncResource
+    tools: Mapping[str, _Tool]
+    attempts: dict[int, anyio.CancelScope] = attrs.Factory(dict)
+    timers: dict[int, anyio.CancelScope] = attrs.Factory(dict)
+    running_tools: dict[int, tuple[anyio.CancelScope, ToolSignal]] = attrs.Factory(dict)
+
+    def cancel_all(self) -> None:
+        """Cancel every task, so none of them applies anything from now on."""
+        for _, signal in self.running_tools.values():
+            signal._cancel()
+        for scopes in (self.attempts, self.timers):
+            for scope in scopes.values():
+                scope.cancel()
+        for scope, _ in self.running_tools.values():
+            scope.cancel()
+
+
+class TrioDriver:
+    """Runs resources against a :class:`Transport` on trio or asyncio (through anyio).
+
+    Use it as ``async with TrioDriver(transport) as driver``; resources are
+    created and used inside that block. ``clock`` returns epoch seconds; the
+    default is the wall time read on entry plus the event loop's elapsed time,
+    so a mock clock (``trio.testing.MockClock``) moves it too.
+    """
+
+    def __init__(self, transport: Transport, clock: Callable[[], float] | None = None) -> None:
+        self._transport = transport
+        self._clock = clock
+        self._tg: TaskGroup | None = None
+        self._entered = False
+        self._wall_start = 0.0
+        self._loop_start = 0.0
+        self._books: dict[int, _Books] = {}
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._entered:
+            raise RuntimeError("a TrioDriver can be entered only once")
+        self._entered = True
+        self._wall_start = time.time()
+        self._loop_start = anyio.current_time()
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        """Cancel every stream, timer and tool, and wait for them all to end."""
+        tg, self._tg = self._tg, None
+        assert tg is not None
+        for books in self._books.values():
+            books.cancel_all()
+        tg.cancel_scope.cancel()
+        try:
+            return await tg.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            if exc is not None and group.exceptions == (exc,):
+                return None  # the block's own exception, not grouped: let it pass as raised
+            raise
+
+    @property
+    def running(self) -> bool:
+        """Whether the driver is inside its ``async with`` block and can run commands."""
+        return self._tg is not None
+
+    # -- resources ---------------------------------------------------------------------
+
+    def chat(
+        self,
+        options: Options | None = None,
+        *,
+        local_tools: Mapping[str, LocalTool] | None = None,
+        thread_id: str | None = None,
+        messages: Sequence[Message] = (),
+        state: Any = None,
+    ) -> AsyncResource:
+        """A chat resource. ``local_tools`` run here when the agent calls them."""
+        return self._resource("chat", options, local_tools, thread_id, messages, state)
+
+    def completion(
+        self,
+        options: Options | None = None,
+        *,
+        local_tools: Mapping[str, LocalTool] | None = None,
+        thread_id: str | None = None,
+        state: Any = None,
+    ) -> AsyncResource:
+        """A completion resource: ``set_input(value)`` runs it (R-E)."""
+        return self._resource("completion", options, local_tools, thread_id, (), state)
+
+    def _resource(
+        self,
+        kind: ResourceKind,
+        options: Options | None,
+        local_tools: Mapping[str, LocalTool] | None,
+        thread_id: str | None,
+        messages: Sequence[Message],
+        state: Any,
+    ) -> AsyncResource:
+        self._require_running()
+        tools = dict(local_tools or {})
+        opts = with_local_tools(options or Options(), kind, tools)
+        r = AsyncResource(self, opts, thread_id=thread_id, messages=messages, state=state)
+        self._books[id(r)] = _Books(r, {name: _Tool.of(fn) for name, fn in tools.items()})
+        return r
+
+    # -- the Driver protocol -------------------------------------------------------------
+
+    def now(self) -> float:
+        """Epoch seconds: the injected clock, else wall time at entry plus loop time since."""
+        if self._clock is not None:
+            return self._clock()
+        if self._tg is None:
+            return time.time()
+        return self._wall_start + (anyio.current_time() - self._loop_start)
+
+    def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
+        books = self._books.get(id(resource))
+        if books is None or books.resource is not resource:
+            raise RuntimeError("this resource was not created by this driver")
+        for c in commands:
+            if isinstance(c, StartAttempt):
+                scope = books.attempts[c.attempt] = anyio.CancelScope()
+                self._spawn(self._run_attempt, books, c, scope, name=f"attempt {c.attempt}")
+            elif isinstance(c, AbortAttempt):
+                _cancel(books.attempts, c.attempt)
+            elif isinstance(c, StartTimer):
+                scope = books.timers[c.timer] = anyio.CancelScope()
+                self._spawn(self._run_timer, books, c, scope, name=f"{c.purpose} timer {c.timer}")
+            elif isinstance(c, CancelTimer):
+                _cancel(books.timers, c.timer)
+            elif isinstance(c, RunTool):
+                scope, signal = anyio.CancelScope(), ToolSignal()
+                books.running_tools[c.task] = (scope, signal)
+                self._spawn(self._run_tool, books, c, scope, signal, name=f"tool {c.name}")
+            elif isinstance(c, CancelTool):
+                running = books.running_tools.pop(c.task, None)
+                if running is not None:
+                    running[1]._cancel()
+                    running[0].cancel()
+            else:
+                assert_never(c)
+
+    # -- tasks -----------------------------------------------------------------------------
+
+    def _require_running(self) -> TaskGroup:
+        if self._tg is None:
+            raise RuntimeError(
+                "the TrioDriver is not running: use its resources inside "
+                "`async with TrioDriver(transport) as driver:`"
+            )
+        return self._tg
+
+    def _spawn(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
+        self._require_running().start_soon(fn, *args, name=f"interlude {name}")
+
+    async def _run_attempt(self, books: _Books, c: StartAttempt, scope: anyio.CancelScope) -> None:
+        """Announce the send, send unless withdrawn, and feed the stream back."""
+        resource = books.resource
+        try:
+            with scope:
+                if scope.cancel_called:
+                    return  # aborted before it started
+                resource.apply(i.SendStarting(c.attempt))
+                if scope.cancel_called:
+                    return  # the reducer withdrew it: send nothing
+                body = dumps(encode_run_input(c.run_input)).encode("utf-8")
+                await self._stream(resource, c.attempt, body, scope)
+        finally:
+            if books.attempts.get(c.attempt) is scope:
+                del books.attempts[c.attempt]
+
+    async def _stream(
+        self, resource: AsyncResource, attempt: int, body: bytes, scope: anyio.CancelScope
+    ) -> None:
+        ending: i.StreamEnded | i.AttemptFailed
+        frames = self._transport.stream(body)
+        try:
+            while True:
+                try:
+                    data = await anext(frames)
+                except StopAsyncIteration:
+                    ending = i.StreamEnded(attempt)
+                    break
+                except (TransportError, ProtocolError) as exc:
+                    ending = i.AttemptFailed(attempt, exc)
+                    break
+                except Exception as exc:  # a transport bug or a raw I/O error: retryable
+                    error = TransportError(f"{type(exc).__name__}: {exc}", retryable=True)
+                    ending = i.AttemptFailed(attempt, error)
+                    break
+                if scope.cancel_called:
+                    return  # aborted: a frame that arrives now is never delivered
+                resource.apply(i.FrameReceived(attempt, data))
+        finally:
+            await _aclose(frames)
+        if not scope.cancel_called:
+            resource.apply(ending)
+
+    async def _run_timer(self, books: _Books, c: StartTimer, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                # Sleep on the loop's clock, then re-read ours: fire only once it says ``due``.
+                while (left := c.due - self.now()) > 0:
+                    await anyio.sleep(left)
+                if not scope.cancel_called:
+                    del books.timers[c.timer]
+                    books.resource.apply(i.TimerFired(c.timer))
+        finally:
+            if books.timers.get(c.timer) is scope:
+                del books.timers[c.timer]
+
+    async def _run_tool(
+        self, books: _Books, c: RunTool, scope: anyio.CancelScope, signal: ToolSignal
+    ) -> None:
+        finished = False
+        try:
+            with scope:
+                result = await _call_tool(books.tools.get(c.name), c, signal)
+                if not scope.cancel_called:  # cancelled while the result was on its way
+                    del books.running_tools[c.task]
+                    books.resource.apply(result)
+                    finished = True
+        finally:
+            if not finished:  # cancelled by CancelTool or by the driver closing
+                signal._cancel()
+                running = books.running_tools.get(c.task)
+                if running is not None and running[0] is scope:
+                    del books.running_tools[c.task]
+
+
+def _cancel(scopes: dict[int, anyio.CancelScope], key: int) -> None:
+    scope = scopes.pop(key, None)
+    if scope is not None:
+        scope.cancel()
+
+
+async def _call_tool(tool: _Tool | None, c: RunTool, signal: ToolSignal) -> i.ToolFinished:
+    if tool is None:
+        problem = f"no local tool named {c.name!r} was given to this driver"
+        return i.ToolFinished(c.task, error=f"LookupError: {problem}")
+    arguments = thaw(c.arguments)
+    args: tuple[Any, ...] = (arguments, signal) if tool.takes_signal else (arguments,)
+    try:
+        if tool.is_async:
+            value = await tool.fn(*args)
+        else:
+            value = await anyio.to_thread.run_sync(tool.fn, *args, abandon_on_cancel=True)
+    except Exception as exc:  # the tool's failure becomes a tool message; cancellation passes
+        return i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}")
+    return i.ToolFinished(c.task, value=value)
+
+
+async def _aclose(frames: AsyncIterator[str]) -> None:
+    """Close the transport's stream (an async generator's ``finally`` runs now)."""
+    aclose = getattr(frames, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+class AsyncResource(Resource):
+    """A resource of a :class:`TrioDriver`, with awaitables for its progress.
+
+    Every wait takes a ``timeout`` in seconds (of the event loop's clock) and
+    raises :class:`TimeoutError` naming what did not happen.
+    """
+
+    def __init__(
+        self,
+        driver: TrioDriver,
+        options: Options,
+        *,
+        thread_id: str | None = None,
+        messages: Sequence[Message] = (),
+        state: Any = None,
+    ) -> None:
+        super().__init__(driver, options, thread_id=thread_id, messages=messages, state=state)
+        self._async_driver = driver
+        self._changes = 0
+        self._changed: anyio.Event | None = None
+        self.subscribe(self._count_change)
+
+    def apply(self, input: i.Input) -> Transition:
+        """Step the reducer; refused (state unchanged) once the driver has stopped."""
+        self._async_driver._require_running()
+        return super().apply(input)
+
+    async def wait_idle(self, timeout: float = 30) -> None:
+        """Wait until no run or local tool is in progress (``is_loading`` is False)."""
+        await self._wait(lambda: not self.is_loading, timeout, "become idle")
+
+    async def wait_for_batch(self, timeout: float = 30) -> Batch:
+        """Wait until a batch awaits answers (pending and not claimed), and return it."""
+        await self._wait(
+            lambda: self.pending_interrupts is not None and not self.is_resuming,
+            timeout,
+            "publish a batch awaiting answers",
+        )
+        batch = self.pending_interrupts
+        assert batch is not None
+        return batch
+
+    async def next_change(self, timeout: float = 30) -> None:
+        """Wait for the next committed transition."""
+        start = self._changes
+        await self._wait(lambda: self._changes > start, timeout, "change")
+
+    def _count_change(self, _: Resource) -> None:
+        self._changes += 1
+        event, self._changed = self._changed, None
+        if event is not None:
+            event.set()
+
+    async def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
+        with anyio.move_on_after(timeout):
+            while not ready():
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                await self._changed.wait()
+            return
+        raise TimeoutError(
+            f"the resource did not {what} within {timeout} s "
+            f"(is_loading={self.is_loading}, is_resuming={self.is_resuming}, "
+            f"pending_interrupts={'yes' if self.pending_interrupts else 'no'}, "
+            f"error={self.error!r})"
+        )

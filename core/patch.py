@@ -1,0 +1,279 @@
+"""RFC 6902 JSON Patch on frozen JSON, with structural sharing.
+
+An operation copies only the containers on its path (O(depth × their width));
+everything else in the result is the very object from the input, so a patch on
+a large state is cheap and unchanged parts stay ``is``-identical. A patch is
+atomic for free: the input is immutable, and a failed op raises before any
+result escapes.
+
+Every kind of bad input raises :class:`PatchError` and nothing else: the walk
+is iterative, pointers are capped at ``MAX_DEPTH`` tokens, and values are not
+compared recursively.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .json import JSON, FrozenDict, _wrap
+
+__all__ = ["MAX_DEPTH", "PatchError", "apply_patch", "json_equal", "parse_pointer"]
+
+MAX_DEPTH = 512
+"""The most reference tokens a pointer may have (deeper state is not JSON we keep)."""
+
+_INDEX = re.compile(r"0|[1-9][0-9]*")  # ASCII digits only, no leading zeros
+_BAD_TILDE = re.compile(r"~(?![01])")
+_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
+_FROZEN_TYPES = (type(None), bool, int, float, str, tuple, FrozenDict)
+
+
+class PatchError(ValueError):
+    """A JSON Patch could not be applied; the input document is unchanged.
+
+    ``index`` is the failing operation's position (``None`` outside a patch),
+    ``path`` the pointer involved, ``reason`` what was wrong.
+    """
+
+    def __init__(self, reason: str, *, index: int | None = None, path: str | None = None) -> None:
+        where = "" if index is None else f"operation {index}"
+        if path is not None:
+            where = f"{where} at {_short(path)}".lstrip()
+        super().__init__(f"{where}: {reason}" if where else reason)
+        self.reason = reason
+        self.index = index
+        self.path = path
+
+
+class _Fail(Exception):
+    """Internal: a reason, wrapped into PatchError with op index and path by the caller."""
+
+
+def _short(s: str, limit: int = 80) -> str:
+    """A repr that never dumps a huge string into an error message."""
+    return repr(s) if len(s) <= limit else f"{s[:limit]!r}… ({len(s)} chars)"
+
+
+def parse_pointer(pointer: str) -> tuple[str, ...]:
+    """Split an RFC 6901 JSON Pointer into unescaped tokens; ``""`` is the root."""
+    try:
+        return _parse(pointer)
+    except _Fail as e:
+        raise PatchError(str(e), path=pointer if isinstance(pointer, str) else None) from None
+
+
+def _parse(pointer: object) -> tuple[str, ...]:
+    if type(pointer) is not str:
+        raise _Fail(f"a pointer must be a string, not {type(pointer).__name__}")
+    if pointer == "":
+        return ()
+    if pointer[0] != "/":
+        raise _Fail("a pointer must be empty or start with '/'")
+    if pointer.count("/") > MAX_DEPTH:
+        raise _Fail(f"a pointer may have at most {MAX_DEPTH} tokens")
+    tokens = pointer[1:].split("/")
+    if "~" in pointer:
+        # "~" must be followed by 0 or 1; "~1" is decoded before "~0" (RFC 6901 §4).
+        if _BAD_TILDE.search(pointer):
+            raise _Fail("'~' must be followed by '0' or '1'")
+        tokens = [t.replace("~1", "/").replace("~0", "~") for t in tokens]
+    return tuple(tokens)
+
+
+def _index(token: str, length: int, *, end_ok: bool) -> int:
+    """An array index; ``end_ok`` allows ``length`` itself (and ``-``), for ``add``."""
+    if token == "-":
+        if end_ok:
+            return length
+        raise _Fail("'-' names no existing element (only 'add' may use it)")
+    if not _INDEX.fullmatch(token):
+        raise _Fail(f"{_short(token)} is not an array index")
+    # Past 18 digits no array is that long; don't int() it (Python caps int() at 4300 digits).
+    i = int(token) if len(token) <= 18 else length + 1
+    if i < length or (end_ok and i == length):
+        return i
+    raise _Fail(f"index {_short(token)} is out of range for an array of {length}")
+
+
+def _child(container: JSON, token: str) -> JSON:
+    if isinstance(container, dict):
+        if token in container:
+            return container[token]
+        raise _Fail(f"no member {_short(token)}")
+    if type(container) is tuple:
+        return container[_index(token, len(container), end_ok=False)]
+    raise _Fail(f"cannot look up {_short(token)} in a {type(container).__name__}")
+
+
+def _get(doc: JSON, tokens: tuple[str, ...]) -> JSON:
+    for token in tokens:
+        doc = _child(doc, token)
+    return doc
+
+
+def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
+    """``doc`` with ``op`` done at ``tokens`` (not the root); copies only the path."""
+    # Walk down, remembering each container and the resolved key into it.
+    chain: list[tuple[JSON, str | int]] = []
+    node = doc
+    for token in tokens[:-1]:
+        child = _child(node, token)
+        chain.append((node, token if isinstance(node, dict) else int(token)))
+        node = child
+    last = tokens[-1]
+    new: JSON
+    if isinstance(node, dict):
+        if op != "add" and last not in node:
+            raise _Fail(f"no member {_short(last)}")
+        d = dict(node)
+        if op == "remove":
+            del d[last]
+        else:
+            d[last] = value
+        new = _wrap(d)
+    elif type(node) is tuple:
+        i = _index(last, len(node), end_ok=op == "add")
+        if op == "add":
+            new = (*node[:i], value, *node[i:])
+        elif op == "remove":
+            new = node[:i] + node[i + 1 :]
+        else:
+            new = (*node[:i], value, *node[i + 1 :])
+    else:
+        raise _Fail(f"cannot {op} {_short(last)} in a {type(node).__name__}")
+    # Walk back up, copying each container with its one child replaced.
+    for parent, key in reversed(chain):
+        if isinstance(key, str):
+            d = dict(parent)  # type: ignore[arg-type]
+            d[key] = new
+            new = _wrap(d)
+        else:
+            t: tuple[JSON, ...] = parent  # type: ignore[assignment]
+            new = (*t[:key], new, *t[key + 1 :])
+    return new
+
+
+def _add(doc: JSON, tokens: tuple[str, ...], value: JSON) -> JSON:
+    return _rebuild(doc, tokens, "add", value) if tokens else value
+
+
+def _remove(doc: JSON, tokens: tuple[str, ...]) -> JSON:
+    if not tokens:
+        raise _Fail("cannot remove the whole document")
+    return _rebuild(doc, tokens, "remove", None)
+
+
+def _replace(doc: JSON, tokens: tuple[str, ...], value: JSON) -> JSON:
+    return _rebuild(doc, tokens, "replace", value) if tokens else value
+
+
+def json_equal(a: object, b: object) -> bool:
+    """JSON equality: ``1 == 1.0`` but ``true != 1``; objects unordered, arrays ordered.
+
+    Iterative, so arbitrarily deep values cannot raise ``RecursionError``.
+    """
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if isinstance(x, dict):
+            if not isinstance(y, dict) or len(x) != len(y):
+                return False
+            for k, v in x.items():
+                if k not in y:
+                    return False
+                stack.append((v, y[k]))
+        elif isinstance(x, tuple | list):
+            if not isinstance(y, tuple | list) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif isinstance(x, bool) or isinstance(y, bool):
+            if x is not y:  # True and False are singletons
+                return False
+        elif isinstance(x, int | float) and isinstance(y, int | float):
+            if x != y:
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
+
+
+def _value(op: Mapping[str, Any]) -> JSON:
+    if "value" not in op:
+        raise _Fail("missing 'value'")
+    value = op["value"]
+    if type(value) not in _FROZEN_TYPES:
+        raise _Fail(f"'value' is a {type(value).__name__}, not frozen JSON (freeze() it)")
+    if type(value) is float and not math.isfinite(value):
+        raise _Fail("'value' is not a finite number")
+    return value  # type: ignore[no-any-return]
+
+
+def _source(doc: JSON, op: Mapping[str, Any]) -> tuple[tuple[str, ...], JSON]:
+    """The tokens of ``from`` and the value there; failures say they are about ``from``."""
+    if "from" not in op:
+        raise _Fail("missing 'from'")
+    try:
+        tokens = _parse(op["from"])
+        return tokens, _get(doc, tokens)
+    except _Fail as e:
+        where = f"from {_short(op['from'])}" if type(op["from"]) is str else "'from'"
+        raise _Fail(f"{where}: {e}") from None
+
+
+def _apply_one(doc: JSON, op: object) -> JSON:
+    if not isinstance(op, Mapping):
+        raise _Fail(f"an operation must be an object, not {type(op).__name__}")
+    name = op.get("op")
+    if name is None:
+        raise _Fail("missing 'op'")
+    if type(name) is not str:  # before the set lookup: it may be unhashable
+        raise _Fail(f"'op' must be a string, not {type(name).__name__}")
+    if name not in _OPS:
+        raise _Fail(f"unknown op {_short(name)}")
+    if "path" not in op:
+        raise _Fail("missing 'path'")
+    if type(op["path"]) is not str:
+        raise _Fail(f"'path' must be a string, not {type(op['path']).__name__}")
+    path = _parse(op["path"])
+    if name == "add":
+        return _add(doc, path, _value(op))
+    if name == "remove":
+        return _remove(doc, path)
+    if name == "replace":
+        return _replace(doc, path, _value(op))
+    if name == "test":
+        if not json_equal(_get(doc, path), _value(op)):
+            raise _Fail("test failed: the value differs")
+        return doc
+    source, value = _source(doc, op)
+    if name == "copy":
+        return _add(doc, path, value)
+    if len(source) < len(path) and path[: len(source)] == source:
+        raise _Fail("cannot move a value into one of its own children")
+    if source == path:
+        return doc
+    return _add(_remove(doc, source), path, value)
+
+
+def apply_patch(doc: JSON, ops: Sequence[Any]) -> JSON:
+    """Apply the frozen JSON Patch ``ops`` to ``doc``; raise :class:`PatchError` if any op fails.
+
+    Values from the ops are shared into the result, not copied: they must be
+    frozen JSON already (checked at the top level only).
+    """
+    if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Sequence):
+        raise PatchError(f"a patch must be an array of operations, not {type(ops).__name__}")
+    for i, op in enumerate(ops):
+        try:
+            doc = _apply_one(doc, op)
+        except _Fail as e:
+            path = op.get("path") if isinstance(op, Mapping) else None
+            raise PatchError(
+                str(e), index=i, path=path if isinstance(path, str) else None
+            ) from None
+    return doc

@@ -1,0 +1,299 @@
+"""Persistent sequences for state that grows one item at a time.
+
+:class:`PVec` is a 32-way trie with a tail (Clojure's persistent vector): append
+copies at most the 32-slot tail (amortized O(1)); ``set`` and indexing touch one
+node per level, log32(n) levels (4 for a million items). Old versions stay valid
+and share all untouched nodes with new ones.
+
+:class:`Rope` accumulates streamed text deltas in O(1) each, joining them only
+when the text is read.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar, NoReturn, TypeVar, overload
+
+__all__ = ["PVec", "Rope"]
+
+T = TypeVar("T")
+
+_BITS = 5
+_WIDTH = 1 << _BITS  # 32
+_MASK = _WIDTH - 1
+
+# A node is a tuple: of sub-nodes at inner levels, of items at the leaves.
+_Node = tuple[Any, ...]
+
+_set = object.__setattr__
+
+
+def _frozen(self: object, *_: object) -> NoReturn:
+    raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class PVec(Sequence[T]):
+    """An immutable vector: every update returns a new version, sharing structure."""
+
+    __slots__ = ("_count", "_hash", "_root", "_shift", "_tail")
+    _count: int
+    _shift: int  # bits consumed by the root level
+    _root: _Node  # the trie holding all items before the tail
+    _tail: _Node  # the last 1..32 items (empty only when the vector is)
+    _hash: int
+
+    __setattr__ = _frozen
+    __delattr__ = _frozen
+
+    def __init__(self) -> None:
+        raise TypeError("use PVec.empty() or PVec.from_iterable()")
+
+    @staticmethod
+    def _make(count: int, shift: int, root: _Node, tail: _Node) -> PVec[Any]:
+        v: PVec[Any] = _new(PVec)
+        _set_count(v, count)
+        _set_shift(v, shift)
+        _set_root(v, root)
+        _set_tail(v, tail)
+        return v  # _hash stays unset until first asked for
+
+    @classmethod
+    def empty(cls) -> PVec[T]:
+        """The empty vector (one shared instance)."""
+        return _EMPTY
+
+    @classmethod
+    def from_iterable(cls, items: Iterable[T]) -> PVec[T]:
+        """A vector of ``items``, built bottom-up in O(n)."""
+        return _EMPTY.extend(items)
+
+    # -- reads -----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _leaf(self, i: int) -> _Node:
+        """The leaf holding index ``i`` (0 <= i < count)."""
+        if i >= self._count - len(self._tail):
+            return self._tail
+        node = self._root
+        for level in range(self._shift, 0, -_BITS):
+            node = node[(i >> level) & _MASK]
+        return node
+
+    def _norm(self, index: int) -> int:
+        i = operator.index(index)
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError("PVec index out of range")
+        return i
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> PVec[T]: ...
+    def __getitem__(self, index: int | slice) -> T | PVec[T]:
+        if isinstance(index, slice):
+            r = range(*index.indices(self._count))
+            if r.step == 1:
+                return _EMPTY.extend(self._iter_range(r.start, r.stop))
+            return _EMPTY.extend(self[i] for i in r)
+        i = self._norm(index)
+        return self._leaf(i)[i & _MASK]  # type: ignore[no-any-return]
+
+    def _iter_range(self, start: int, stop: int) -> Iterator[T]:
+        i = start
+        while i < stop:
+            leaf = self._leaf(i)
+            lo = i & _MASK
+            hi = min(len(leaf), lo + stop - i)
+            yield from leaf[lo:hi]
+            i += hi - lo
+
+    def __iter__(self) -> Iterator[T]:
+        return self._iter_range(0, self._count)
+
+    def __reversed__(self) -> Iterator[T]:
+        i = self._count  # always at the end of a leaf (the tail, or a full one)
+        while i > 0:
+            leaf = self._leaf(i - 1)
+            yield from reversed(leaf)
+            i -= len(leaf)
+
+    # -- updates ---------------------------------------------------------------
+
+    def append(self, item: T) -> PVec[T]:
+        """A new vector with ``item`` at the end: amortized O(1)."""
+        tail = self._tail
+        if len(tail) < _WIDTH:
+            return PVec._make(self._count + 1, self._shift, self._root, (*tail, item))
+        shift, root = _push_tail(self._count, self._shift, self._root, tail)
+        return PVec._make(self._count + 1, shift, root, (item,))
+
+    def set(self, index: int, item: T) -> PVec[T]:
+        """A new vector with ``item`` at ``index``: copies log32(n) nodes of <= 32 slots."""
+        i = self._norm(index)
+        if i >= self._count - len(self._tail):
+            tail = self._tail
+            j = i & _MASK
+            return PVec._make(
+                self._count, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :])
+            )
+        return PVec._make(
+            self._count, self._shift, _assoc(self._shift, self._root, i, item), self._tail
+        )
+
+    def extend(self, items: Iterable[T]) -> PVec[T]:
+        """A new vector with ``items`` appended, a leaf at a time (O(len(items)))."""
+        new = list(items)
+        if not new:
+            return self
+        count, shift, root, tail = self._count, self._shift, self._root, self._tail
+        pos = _WIDTH - len(tail)  # fill the current tail first
+        tail = (*tail, *new[:pos])
+        count += min(pos, len(new))
+        while pos < len(new):
+            shift, root = _push_tail(count, shift, root, tail)  # the tail is full
+            tail = tuple(new[pos : pos + _WIDTH])
+            count += len(tail)
+            pos += _WIDTH
+        return PVec._make(count, shift, root, tail)
+
+    # -- values ----------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PVec):
+            if other._root is self._root and other._tail is self._tail:
+                return True
+        elif not isinstance(other, tuple | list):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        # Equal to the tuple's hash, since a PVec equals the tuple of its items.
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash(tuple(self))
+            _set(self, "_hash", h)
+            return h
+
+    def __repr__(self) -> str:
+        return f"PVec({list(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PVec.from_iterable, (tuple(self),))
+
+
+def _push_tail(count: int, shift: int, root: _Node, tail: _Node) -> tuple[int, _Node]:
+    """The (shift, root) of a ``count``-item vector's trie with its full ``tail`` moved in."""
+    leaves = (count >> _BITS) - 1  # full leaves already in the trie
+    if leaves == 1 << shift:  # the root is full: grow a level
+        return shift + _BITS, (root, _path(shift, tail))
+    return shift, _push(shift, root, leaves, tail)
+
+
+def _path(level: int, node: _Node) -> _Node:
+    """``node`` wrapped in single-child inner nodes up to ``level``."""
+    while level > 0:
+        node = (node,)
+        level -= _BITS
+    return node
+
+
+def _push(level: int, parent: _Node, leaf_index: int, leaf: _Node) -> _Node:
+    """``parent`` (at ``level``) with ``leaf`` stored as its ``leaf_index``-th leaf."""
+    sub = (leaf_index >> (level - _BITS)) & _MASK
+    if level == _BITS:
+        child = leaf
+    elif sub < len(parent):
+        child = _push(level - _BITS, parent[sub], leaf_index, leaf)
+    else:
+        child = _path(level - _BITS, leaf)
+    return (*parent[:sub], child, *parent[sub + 1 :])
+
+
+def _assoc(level: int, node: _Node, i: int, item: object) -> _Node:
+    sub = (i >> level) & _MASK
+    child = item if level == 0 else _assoc(level - _BITS, node[sub], i, item)
+    return (*node[:sub], child, *node[sub + 1 :])
+
+
+# Slot setters that bypass the blocked __setattr__ (about twice as fast as object.__setattr__).
+_new = object.__new__
+_set_count = PVec.__dict__["_count"].__set__
+_set_shift = PVec.__dict__["_shift"].__set__
+_set_root = PVec.__dict__["_root"].__set__
+_set_tail = PVec.__dict__["_tail"].__set__
+
+_EMPTY: PVec[Any] = PVec._make(0, _BITS, (), ())
+
+
+class Rope:
+    """Immutable text built from streamed deltas: O(1) append, joined once when read.
+
+    A cons list of chunks, newest first. ``str()`` joins them and memoizes the
+    text on the node by collapsing it to a single chunk, which also lets older
+    nodes be freed and keeps the next ``str()`` from re-walking them.
+    """
+
+    __slots__ = ("_len", "_link")
+    _link: tuple[Rope | None, str]  # (previous node, this chunk); one slot so it swaps atomically
+    _len: int
+
+    EMPTY: ClassVar[Rope]
+
+    __setattr__ = _frozen
+    __delattr__ = _frozen
+
+    def __init__(self, text: str = "") -> None:
+        _set(self, "_link", (None, text))
+        _set(self, "_len", len(text))
+
+    def append(self, delta: str) -> Rope:
+        """A new rope with ``delta`` at the end (O(1); this one is unchanged)."""
+        if not delta:
+            return self
+        r = _new(Rope)
+        _set_link(r, (self, delta))
+        _set_len(r, self._len + len(delta))
+        return r
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __str__(self) -> str:
+        prev, chunk = self._link
+        if prev is None:
+            return chunk
+        chunks = [chunk]
+        while prev is not None:
+            prev, chunk = prev._link
+            chunks.append(chunk)
+        text = "".join(reversed(chunks))
+        _set_link(self, (None, text))
+        return text
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rope):
+            return self is other or (self._len == other._len and str(self) == str(other))
+        if isinstance(other, str):
+            return self._len == len(other) and str(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(str(self))  # equal to the text's, as a Rope equals its text
+
+    def __repr__(self) -> str:
+        return f"Rope({str(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Rope, (str(self),))
+
+
+_set_link = Rope.__dict__["_link"].__set__
+_set_len = Rope.__dict__["_len"].__set__
+
+Rope.EMPTY = Rope()

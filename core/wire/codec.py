@@ -1,0 +1,746 @@
+"""The camelCase wire form of AG-UI 1.0: strict decoding, deterministic encoding.
+
+One cattrs converter holds a generated structure and unstructure function
+per wire class (cattrs compiles them to straight-line code, which is what
+keeps decoding a frame near the cost of ``json.loads``). Every field gets a
+hook made for it: the hook knows the field's wire name, checks the type
+exactly (a ``str`` must be a ``str``; a ``bool`` is not a number), freezes
+JSON values once (as :func:`~interlude.core.json.freeze_parsed` would, with
+fewer copies), and reports where a problem is. Unknown keys are ignored;
+unknown event, outcome and message types are kept whole rather than refused
+(R-J1, R-J5).
+
+A ``null`` where an optional field is allowed reads as absent, as the
+reference Python SDK does; a ``null`` where a value is required is an error.
+
+Decoding never lets an exception other than :class:`WireError` escape, so
+the reducer can turn any bad frame into a ``ProtocolError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, Union, cast
+
+import attrs
+import cattrs
+from cattrs.fns import identity
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from ..json import JSON, FrozenDict
+from ..rfc3339 import parse_rfc3339
+from . import events as ev
+from .messages import (
+    ActivityMessage,
+    AssistantMessage,
+    Content,
+    DeveloperMessage,
+    FunctionCall,
+    Message,
+    ReasoningMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UnknownMessage,
+    UserMessage,
+)
+from .run_input import Absent, Context, Interrupt, ResumeEntry, RunAgentInput, Tool
+
+__all__ = [
+    "MAX_DEPTH",
+    "WireError",
+    "converter",
+    "decode_event",
+    "decode_frame",
+    "decode_message",
+    "decode_run_input",
+    "dumps",
+    "encode_event",
+    "encode_message",
+    "encode_run_input",
+]
+
+MAX_DEPTH = 256
+"""The deepest nesting a frame may have. Deeper JSON is refused before it can
+exhaust the interpreter's stack in any recursive walk that follows."""
+
+_T = TypeVar("_T")
+_Hook = Callable[[Any, Any], Any]
+_Writer = Callable[[Any], dict[str, Any]]
+
+
+class WireError(ValueError):
+    """Data that is not valid AG-UI 1.0. The message names the event type, the
+    field and what was wrong, and never quotes more than a short excerpt."""
+
+    def __init__(self, reason: str, *, event_type: str | None = None, path: str = "") -> None:
+        where = f"at {path}: " if path else ""
+        head = f"malformed {event_type} event: " if event_type else ""
+        super().__init__(f"{head}{where}{reason}")
+        self.reason = reason
+        self.event_type = event_type
+        self.path = path
+
+
+class _Bad(Exception):
+    """Internal: a problem at ``path`` (wire keys and indexes), filled in on the way up."""
+
+    def __init__(self, reason: str, *path: str | int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+    def under(self, *prefix: str | int) -> _Bad:
+        return _Bad(self.reason, *prefix, *self.path)
+
+
+def _format_path(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text)} chars)"
+
+
+def _describe(v: object) -> str:
+    """What a wire value is, briefly (never the whole of a large value)."""
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return f"the boolean {'true' if v else 'false'}"
+    t = type(v)
+    if t is str:
+        return f"the string {_short(v)}"  # type: ignore[arg-type]
+    if t is int and v.bit_length() > 256:  # type: ignore[attr-defined]
+        return "a number of more than 77 digits"
+    if t is int or t is float:
+        return f"the number {_short(repr(v), 30)}"
+    if t is list:
+        n = len(v)  # type: ignore[arg-type]
+        return f"an array of {n} item{'' if n == 1 else 's'}"
+    if t is dict:
+        return "an object"
+    return f"a {t.__name__}"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+# -- freezing -------------------------------------------------------------------------
+#
+# The same result as freeze_parsed, about a third faster: one copy per
+# container, and no call for a scalar.
+
+_dict_set = dict.__setitem__
+
+
+def _freeze_obj(v: dict[str, Any]) -> FrozenDict:
+    fd = FrozenDict(v)
+    for k, x in v.items():
+        t = type(x)
+        if t is dict:
+            _dict_set(fd, k, _freeze_obj(x))
+        elif t is list:
+            _dict_set(fd, k, _freeze_arr(x))
+    return fd
+
+
+def _freeze_arr(v: list[Any]) -> tuple[JSON, ...]:
+    out = v.copy()
+    for i, x in enumerate(v):
+        t = type(x)
+        if t is dict:
+            out[i] = _freeze_obj(x)
+        elif t is list:
+            out[i] = _freeze_arr(x)
+    return tuple(out)
+
+
+# -- field hooks ---------------------------------------------------------------------
+#
+# Each factory takes the field's wire name and returns ``hook(value, type)``,
+# the signature cattrs' generated code calls. Hooks for optional fields run
+# only when the key is present (cattrs checks ``in``).
+
+
+def _str(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> str:
+        if type(v) is str:
+            return v
+        raise _Bad(f"expected a string, got {_describe(v)}", key)
+
+    return hook
+
+
+def _opt_str(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> str | None:
+        if type(v) is str or v is None:
+            return v
+        raise _Bad(f"expected a string, got {_describe(v)}", key)
+
+    return hook
+
+
+def _opt_bool(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> bool | None:
+        if v is None or v is True or v is False:
+            return v
+        raise _Bad(f"expected a boolean, got {_describe(v)}", key)
+
+    return hook
+
+
+def _opt_number(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> int | float | None:
+        t = type(v)
+        if t is int or t is float or v is None:
+            return v  # type: ignore[no-any-return]
+        raise _Bad(f"expected a number, got {_describe(v)}", key)
+
+    return hook
+
+
+def _json(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> JSON:
+        t = type(v)
+        if t is dict:
+            return _freeze_obj(v)
+        if t is list:
+            return _freeze_arr(v)
+        return v  # type: ignore[no-any-return]
+
+    return hook
+
+
+def _object(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> FrozenDict:
+        if type(v) is dict:
+            return _freeze_obj(v)
+        raise _Bad(f"expected an object, got {_describe(v)}", key)
+
+    return hook
+
+
+def _opt_object(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> FrozenDict | None:
+        if type(v) is dict:
+            return _freeze_obj(v)
+        if v is None:
+            return None
+        raise _Bad(f"expected an object, got {_describe(v)}", key)
+
+    return hook
+
+
+def _objects(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> tuple[FrozenDict, ...]:
+        if type(v) is not list:
+            raise _Bad(f"expected an array of objects, got {_describe(v)}", key)
+        out = []
+        for i, item in enumerate(v):
+            if type(item) is not dict:
+                raise _Bad(f"expected an object, got {_describe(item)}", key, i)
+            out.append(_freeze_obj(item))
+        return tuple(out)
+
+    return hook
+
+
+def _opt(make: Callable[[str], _Hook]) -> Callable[[str], _Hook]:
+    """The hook of ``make``, with ``null`` read as absent."""
+
+    def factory(key: str) -> _Hook:
+        inner = make(key)
+
+        def hook(v: Any, t: Any) -> Any:
+            return None if v is None else inner(v, t)
+
+        return hook
+
+    return factory
+
+
+def _or_empty(make: Callable[[str], _Hook]) -> Callable[[str], _Hook]:
+    """The hook of ``make``, with ``null`` read as an empty array ("absent means none")."""
+
+    def factory(key: str) -> _Hook:
+        inner = make(key)
+
+        def hook(v: Any, t: Any) -> Any:
+            return () if v is None else inner(v, t)
+
+        return hook
+
+    return factory
+
+
+def _opt_strs(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> tuple[str, ...] | None:
+        if v is None:
+            return None
+        if type(v) is not list:
+            raise _Bad(f"expected an array of strings, got {_describe(v)}", key)
+        for i, item in enumerate(v):
+            if type(item) is not str:
+                raise _Bad(f"expected a string, got {_describe(item)}", key, i)
+        return tuple(v)
+
+    return hook
+
+
+def _content(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> Content:
+        if type(v) is str:
+            return v
+        if type(v) is not list:
+            raise _Bad(f"expected a string or an array of content parts, got {_describe(v)}", key)
+        out = []
+        for i, item in enumerate(v):
+            if type(item) is not dict:
+                raise _Bad(f"expected a content part (an object), got {_describe(item)}", key, i)
+            out.append(_freeze_obj(item))
+        return tuple(out)
+
+    return hook
+
+
+def _expires_at(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> str | None:
+        if v is None:
+            return None
+        if type(v) is not str:
+            raise _Bad(f"expected an RFC 3339 date-time string, got {_describe(v)}", key)
+        try:
+            parse_rfc3339(v)
+        except ValueError as exc:
+            raise _Bad(str(exc), key) from None
+        return v
+
+    return hook
+
+
+def _status(key: str) -> _Hook:
+    def hook(v: Any, _: Any) -> str:
+        if v == "resolved" or v == "cancelled":
+            return v  # type: ignore[no-any-return]
+        raise _Bad(f"expected 'resolved' or 'cancelled', got {_describe(v)}", key)
+
+    return hook
+
+
+def _nested(decode: Callable[[Any], Any]) -> Callable[[str], _Hook]:
+    """Hooks for a field holding one object that ``decode`` reads."""
+
+    def factory(key: str) -> _Hook:
+        def hook(v: Any, _: Any) -> Any:
+            try:
+                return decode(v)
+            except _Bad as exc:
+                raise exc.under(key) from None
+
+        return hook
+
+    return factory
+
+
+def _nested_tuple(decode: Callable[[Any], Any], what: str) -> Callable[[str], _Hook]:
+    """Hooks for a field holding an array of objects that ``decode`` reads."""
+
+    def factory(key: str) -> _Hook:
+        def hook(v: Any, _: Any) -> tuple[Any, ...]:
+            if type(v) is not list:
+                raise _Bad(f"expected an array of {what}, got {_describe(v)}", key)
+            out = []
+            for i, item in enumerate(v):
+                try:
+                    out.append(decode(item))
+                except _Bad as exc:
+                    raise exc.under(key, i) from None
+            return tuple(out)
+
+        return hook
+
+    return factory
+
+
+def _interrupts(key: str) -> _Hook:
+    """R-A6: a non-empty array of interrupts with distinct string ids."""
+    inner = _nested_tuple(_decode_interrupt, "interrupts")(key)
+
+    def hook(v: Any, t: Any) -> tuple[Interrupt, ...]:
+        if type(v) is list and not v:
+            raise _Bad("an interrupt outcome must list at least one interrupt", key)
+        interrupts: tuple[Interrupt, ...] = inner(v, t)
+        seen: dict[str, int] = {}
+        for i, it in enumerate(interrupts):
+            if it.id in seen:
+                again = f"duplicate interrupt id {_short(it.id)} (also at [{seen[it.id]}])"
+                raise _Bad(again, key, i)
+            seen[it.id] = i
+        return interrupts
+
+    return hook
+
+
+# -- the converter ---------------------------------------------------------------------
+
+converter = cattrs.Converter(detailed_validation=False, forbid_extra_keys=False)
+"""The one converter for the wire form; every wire class has its hooks registered here."""
+
+
+def _object_reader(name: str, fn: Callable[[Any], _T]) -> Callable[[Any], _T]:
+    """``fn`` guarded: the value must be an object; a missing key becomes a _Bad."""
+
+    def read(v: Any) -> _T:
+        if type(v) is not dict:
+            raise _Bad(f"expected {name} (an object), got {_describe(v)}")
+        try:
+            return fn(v)
+        except KeyError as exc:
+            raise _Bad(f"missing required field {_short(str(exc.args[0]))}") from None
+
+    return read
+
+
+def _probe_types() -> dict[str, Any]:
+    """The resolved forms of the aliases fields are declared with (for the hook table)."""
+
+    @attrs.frozen
+    class Probe:
+        json: JSON
+        content: Content
+        payload: Union[JSON, Absent]  # noqa: UP007 (JSON is a string at run time)
+        messages: tuple[Message, ...]
+        message_sequence: Sequence[Message]
+        outcome: ev.Outcome | None
+
+    attrs.resolve_types(Probe, globals(), locals())
+    return {a.name: a.type for a in attrs.fields(Probe)}
+
+
+def _build() -> dict[type, Callable[[Any], Any]]:
+    probe = _PROBE
+    readers: dict[type, Callable[[Any], Any]] = {}
+
+    def reader(cls: type) -> Callable[[Any], Any]:
+        return lambda v: readers[cls](v)
+
+    table: dict[Any, Callable[[str], _Hook]] = {
+        str: _str,
+        str | None: _opt_str,
+        bool | None: _opt_bool,
+        int | float | None: _opt_number,
+        probe["json"]: _json,
+        probe["payload"]: _json,
+        probe["content"]: _content,
+        FrozenDict: _object,
+        FrozenDict | None: _opt_object,
+        tuple[FrozenDict, ...]: _objects,
+        tuple[FrozenDict, ...] | None: _opt(_objects),
+        tuple[str, ...] | None: _opt_strs,
+        FunctionCall: _nested(reader(FunctionCall)),
+        tuple[ToolCall, ...] | None: _opt(_nested_tuple(reader(ToolCall), "tool calls")),
+        probe["messages"]: _nested_tuple(_decode_message, "messages"),
+        probe["message_sequence"]: _nested_tuple(_decode_message, "messages"),
+        probe["outcome"]: _opt(_nested(_decode_outcome)),
+        RunAgentInput | None: _opt(_nested(reader(RunAgentInput))),
+        tuple[Tool, ...]: _or_empty(_nested_tuple(reader(Tool), "tools")),
+        tuple[Context, ...]: _or_empty(_nested_tuple(reader(Context), "context entries")),
+        tuple[ResumeEntry, ...] | None: _opt(_nested_tuple(reader(ResumeEntry), "entries")),
+        tuple[Interrupt, ...]: _interrupts,
+    }
+    special: dict[tuple[type, str], Callable[[str], _Hook]] = {
+        (Interrupt, "expires_at"): _expires_at,
+        (ResumeEntry, "status"): _status,
+    }
+    classes: tuple[type, ...] = (
+        *ev.EVENT_TYPES,
+        ev.SuccessOutcome,
+        ev.InterruptOutcome,
+        *_MESSAGE_CLASSES.values(),
+        FunctionCall,
+        ToolCall,
+        Tool,
+        Context,
+        ResumeEntry,
+        Interrupt,
+        RunAgentInput,
+    )
+    for cls in classes:
+        attrs.resolve_types(cls)
+        s_over: dict[str, Any] = {}
+        u_over: dict[str, Any] = {}
+        for a in attrs.fields(cls):
+            if not a.init:
+                continue
+            key = _camel(a.name)
+            make = special.get((cls, a.name)) or table.get(a.type)
+            if make is None:
+                raise TypeError(f"no wire hook for {cls.__name__}.{a.name}: {a.type!r}")
+            s_over[a.name] = override(rename=key, struct_hook=make(key))
+            omit = a.default is None or a.default is Absent.ABSENT
+            if cls is RunAgentInput and a.name == "state":
+                omit = False  # R-B6: the request always carries the state
+            u_over[a.name] = override(
+                rename=key, omit_if_default=omit, unstruct_hook=_unstructure_hook(a.type)
+            )
+        structure: Callable[[Any], Any] = make_dict_structure_fn(cls, converter, **s_over)
+        unstructure: _Writer = make_dict_unstructure_fn(cls, converter, **u_over)
+        converter.register_structure_hook(cls, _two_args(structure))
+        converter.register_unstructure_hook(cls, unstructure)
+        readers[cls] = _object_reader(_NAMES.get(cls, "a message"), structure)
+        _STRUCTURE[cls] = structure
+        _UNSTRUCTURE[cls] = unstructure
+    return readers
+
+
+def _two_args(fn: Callable[[Any], Any]) -> _Hook:
+    """A converter hook (``value, type``) calling a one-argument function."""
+    return lambda v, _: fn(v)
+
+
+def _unstructure_hook(t: Any) -> Callable[[Any], Any]:
+    """How a field is written: frozen JSON and scalars as they are, classes by their hook."""
+    if t == FunctionCall:
+        return lambda v: _UNSTRUCTURE[FunctionCall](v)
+    if t == RunAgentInput | None:
+        return lambda v: None if v is None else encode_run_input(v)
+    if t == tuple[ToolCall, ...] | None:
+        return lambda v: None if v is None else [_UNSTRUCTURE[ToolCall](c) for c in v]
+    if t in (tuple[Tool, ...], tuple[Context, ...], tuple[ResumeEntry, ...] | None):
+        return lambda v: None if v is None else [_UNSTRUCTURE[type(x)](x) for x in v]
+    if t == tuple[Interrupt, ...]:
+        return lambda v: [_UNSTRUCTURE[Interrupt](x) for x in v]
+    if t in (_PROBE_MESSAGES, _PROBE["message_sequence"]):
+        return lambda v: [encode_message(m) for m in v]
+    if t == _PROBE_OUTCOME:
+        return lambda v: None if v is None else _encode_outcome(v)
+    return identity
+
+
+_MESSAGE_CLASSES: dict[str, type[Any]] = {
+    c.role: c
+    for c in (
+        DeveloperMessage,
+        SystemMessage,
+        AssistantMessage,
+        UserMessage,
+        ToolMessage,
+        ActivityMessage,
+        ReasoningMessage,
+    )
+}
+_STRUCTURE: dict[type, Callable[[Any], Any]] = {}
+_UNSTRUCTURE: dict[type, _Writer] = {}
+_NAMES: dict[type, str] = {
+    ev.SuccessOutcome: "a success outcome",
+    ev.InterruptOutcome: "an interrupt outcome",
+    FunctionCall: "a function call",
+    ToolCall: "a tool call",
+    Tool: "a tool",
+    Context: "a context entry",
+    ResumeEntry: "a resume entry",
+    Interrupt: "an interrupt",
+    RunAgentInput: "a run input",
+}
+_PROBE = _probe_types()
+_PROBE_MESSAGES = _PROBE["messages"]
+_PROBE_OUTCOME = _PROBE["outcome"]
+
+
+# -- messages, outcomes and interrupts ------------------------------------------------
+
+
+def _decode_message(v: Any) -> Message:
+    if type(v) is not dict:
+        raise _Bad(f"expected a message (an object), got {_describe(v)}")
+    role = v.get("role")
+    if type(role) is not str:
+        raise _Bad(f"expected a string, got {_describe(role)}", "role")
+    cls = _MESSAGE_CLASSES.get(role)
+    if cls is None:
+        mid = v.get("id")
+        if type(mid) is not str:
+            raise _Bad(f"expected a string, got {_describe(mid)}", "id")
+        return UnknownMessage(role=role, id=mid, raw=_freeze_obj(v))
+    return _READERS[cls](v)  # type: ignore[no-any-return]
+
+
+def _decode_outcome(v: Any) -> ev.Outcome:
+    if type(v) is not dict:
+        raise _Bad(f"expected an outcome (an object), got {_describe(v)}")
+    kind = v.get("type")
+    if type(kind) is not str:
+        raise _Bad(f"expected a string, got {_describe(kind)}", "type")
+    if kind == "cancelled":
+        return ev.CancelledOutcome()
+    if kind == "success":
+        return _READERS[ev.SuccessOutcome](v)  # type: ignore[no-any-return]
+    if kind == "interrupt":
+        return _READERS[ev.InterruptOutcome](v)  # type: ignore[no-any-return]
+    return ev.UnknownOutcome(type=kind, raw=_freeze_obj(v))
+
+
+def _decode_interrupt(v: Any) -> Interrupt:
+    return _READERS[Interrupt](v)  # type: ignore[no-any-return]
+
+
+def _encode_outcome(o: ev.Outcome) -> dict[str, Any]:
+    if isinstance(o, ev.UnknownOutcome):
+        return dict(o.raw)
+    if isinstance(o, ev.CancelledOutcome):
+        return {"type": "cancelled"}
+    return {"type": o.TYPE, **_UNSTRUCTURE[type(o)](o)}
+
+
+_READERS = _build()
+_EVENTS: dict[str, Callable[[Any], Any]] = {
+    cast(str, c.TYPE): _STRUCTURE[c] for c in ev.EVENT_TYPES
+}
+
+
+# -- public functions -------------------------------------------------------------------
+
+
+def decode_event(obj: object) -> ev.Event:
+    """The event a parsed JSON value (``json.loads`` output) stands for.
+
+    Raises :class:`WireError` for anything that is not a valid AG-UI 1.0
+    event, including a malformed interrupt outcome (R-A6). Unknown keys are
+    ignored; an unknown event type becomes :class:`~.events.UnknownEvent`.
+    """
+    if type(obj) is not dict:
+        raise WireError(f"an AG-UI event must be a JSON object, got {_describe(obj)}")
+    kind = obj.get("type")
+    fn = _EVENTS.get(kind) if type(kind) is str else None
+    try:
+        if fn is not None:
+            return fn(obj)  # type: ignore[no-any-return]
+        if type(kind) is not str:
+            got = _describe(kind) if "type" in obj else "none"
+            raise WireError(f'an AG-UI event needs a string "type", got {got}')
+        return ev.UnknownEvent(type=kind, raw=_freeze_obj(obj))
+    except _Bad as exc:
+        raise WireError(exc.reason, event_type=kind, path=_format_path(exc.path)) from None
+    except KeyError as exc:
+        reason = f"missing required field {_short(str(exc.args[0]))}"
+        raise WireError(reason, event_type=kind) from None
+    except RecursionError:
+        raise WireError("nested too deeply", event_type=kind) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# The C scanner alone: json.loads adds two regex matches per call around it.
+_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def _loads(data: str) -> Any:
+    """``json.loads`` without NaN or infinities, deep nesting refused."""
+    try:
+        value, end = _scan(data, 0)
+        if end != len(data) and data[end:].strip(" \t\n\r"):
+            raise ValueError(f"extra data after the JSON value at position {end}")
+    except StopIteration:  # leading whitespace, or no value at all
+        try:
+            value = _DECODER.decode(data)
+        except (ValueError, RecursionError) as exc:
+            raise WireError(f"the frame is not JSON: {_short(str(exc), 120)}") from None
+    except RecursionError:
+        raise WireError(f"the frame is not JSON: nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise WireError(f"the frame is not JSON: {_short(str(exc), 120)}") from None
+    # An upper bound on depth is cheap; the exact walk runs only when it is exceeded.
+    if data.count("[") + data.count("{") > MAX_DEPTH and _too_deep(value):
+        raise WireError(f"the frame is not JSON we accept: nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        t = type(v)
+        if t is dict or t is list:
+            if depth >= MAX_DEPTH:
+                return True
+            items = v.values() if t is dict else v
+            stack.extend((x, depth + 1) for x in items if type(x) in (dict, list))
+    return False
+
+
+def decode_frame(data: str) -> ev.Event:
+    """The event in one SSE frame's data: JSON text, strictly read (see :func:`decode_event`)."""
+    if type(data) is not str:
+        raise WireError(f"a frame must be text, got {_describe(data)}")
+    return decode_event(_loads(data))
+
+
+def decode_message(obj: object) -> Message:
+    """A message from parsed JSON; an unknown role becomes :class:`~.messages.UnknownMessage`."""
+    try:
+        return _decode_message(obj)
+    except _Bad as exc:
+        raise WireError(_where(exc, "message")) from None
+    except RecursionError:
+        raise WireError("the message is nested too deeply") from None
+
+
+def decode_run_input(obj: object) -> RunAgentInput:
+    """A RunAgentInput from parsed JSON (for servers and the fake agent)."""
+    try:
+        inp: RunAgentInput = _READERS[RunAgentInput](obj)
+    except _Bad as exc:
+        raise WireError(_where(exc, "run input")) from None
+    except RecursionError:
+        raise WireError("the run input is nested too deeply") from None
+    if "protocolVersion" not in obj:  # type: ignore[operator]
+        inp = attrs.evolve(inp, protocol_version=None)
+    return inp
+
+
+def _where(exc: _Bad, what: str) -> str:
+    path = _format_path(exc.path)
+    return f"malformed {what}: {f'at {path}: ' if path else ''}{exc.reason}"
+
+
+def encode_event(e: ev.Event) -> dict[str, Any]:
+    """The wire form of an event: camelCase keys, absent fields left out.
+
+    JSON values inside are the frozen ones (FrozenDict, tuples), which
+    :func:`dumps` and ``json.dumps`` write as objects and arrays.
+    """
+    if isinstance(e, ev.UnknownEvent):
+        return dict(e.raw)
+    return {"type": e.TYPE, **_UNSTRUCTURE[type(e)](e)}
+
+
+def encode_message(m: Message) -> dict[str, Any]:
+    """The wire form of a message (see :func:`encode_event`)."""
+    if isinstance(m, UnknownMessage):
+        return dict(m.raw)
+    return {"role": m.role, **_UNSTRUCTURE[type(m)](m)}
+
+
+def encode_run_input(inp: RunAgentInput) -> dict[str, Any]:
+    """The request body: camelCase, absent optionals left out, ``state`` always
+    present, and each resume entry with ``payload`` only when given (``None``
+    is given, and written as ``null``) and ``metadata`` only when given (R-B6)."""
+    out = _UNSTRUCTURE[RunAgentInput](inp)
+    if out.get("protocolVersion", "") is None:
+        del out["protocolVersion"]
+    return out
+
+
+def dumps(obj: object) -> str:
+    """Compact, deterministic JSON text (UTF-8 as is; NaN and infinities refused)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

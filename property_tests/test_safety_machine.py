@@ -1,0 +1,410 @@
+"""A Hypothesis state machine that guards the SPEC's safety rules.
+
+It drives a chat resource through the fake driver with random interleavings
+of server scripts (successes, interrupts, tool calls, faults, malformed
+events), answers (valid and invalid), stops, thread changes, clock moves and
+``set_state`` calls. After every reducer step it checks:
+
+- the reducer is deterministic and never mutates the state it was given;
+- a rejected intent raises its specific error and leaves the state equal;
+- never two claims, and a claim always belongs to the visible batch;
+- never a request with an incomplete, duplicate or expired answer set;
+- never a batch id on the wire;
+- never a send while a batch is pending, except the resume itself;
+- no committed message or state is lost (a failure, stop or thread change
+  never shortens the committed history or changes the committed state).
+
+Rules named: R-A2, R-B2, R-B5, R-C2, R-F3, R-F6, R-H1 (see each check).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+import hypothesis.strategies as st
+from hypothesis import settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from interlude.adapters.fake import (
+    FakeDriver,
+    Reply,
+    Request,
+    ScriptedAgent,
+    drop,
+    finished,
+    interrupted,
+    refuse,
+    reply,
+    run_error,
+    started,
+    state_delta,
+    text,
+    tool_call,
+)
+from interlude.adapters.resource import Resource
+from interlude.core import inputs as i
+from interlude.core.errors import (
+    BatchClaimedError,
+    BatchExpiredError,
+    InterludeError,
+    InterruptPendingError,
+    InvalidResumeError,
+    RecoveryRequiredError,
+    StaleBatchError,
+    StateLockedError,
+)
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.reducer import step
+from interlude.core.wire.codec import decode_frame
+from interlude.core.wire.events import RunFinished
+
+_INTENTS_THAT_REWRITE_HISTORY = (i.Send, i.SetMessages, i.Reload, i.SetInput)
+
+# Half the answers pause the run, so resumes, claims and expiry get exercised.
+plans = st.one_of(
+    st.sampled_from(["interrupt", "interrupt2", "interrupt_expiring"]),
+    st.sampled_from(
+        [
+            "success",
+            "delta",
+            "tool",
+            "run_error",
+            "refuse",
+            "refuse_400",
+            "drop_before",
+            "drop_after",
+            "truncated",
+            "garbage",
+            "bad_outcome",
+            "bad_patch",
+        ]
+    ),
+)
+# After an intent: run to the end, leave its commands queued for other rules to race,
+# take a few steps, or let the clock pass the batch's expiry before anything is sent.
+then_steps = st.sampled_from(["idle", "none", "one", "few", "expire_first"])
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+class CheckedResource(Resource):
+    """A resource that checks determinism, purity and the safety rules on every step."""
+
+    machine: SafetyMachine
+
+    def apply(self, input: i.Input) -> Any:
+        before = self.core_state
+        before_repr = repr(before)
+        now = self._driver.now()
+        try:
+            first = step(before, input, now)
+        except InterludeError as exc:
+            # A rejected intent raises the same error every time and changes nothing.
+            try:
+                step(before, input, now)
+            except InterludeError as again:
+                assert again == exc
+            assert repr(before) == before_repr
+            assert self.core_state is before
+            raise
+        assert step(before, input, now) == first, "the reducer is not deterministic"
+        assert repr(before) == before_repr, "the reducer mutated its input state"
+        self.machine.check_transition(before, first.state, input)
+        return super().apply(input)
+
+
+class SafetyMachine(RuleBasedStateMachine):
+    @initialize(
+        max_attempts=st.integers(1, 3),
+        policy=st.sampled_from(["block", "cancel_expired"]),
+    )
+    def setup(self, max_attempts: int, policy: str) -> None:
+        self.plans: list[str] = []
+        self.batch_ids: set[str] = set()
+        self.expiry_offset: float | None = None
+        self.agent = ScriptedAgent(self.answer)
+        self.driver = FakeDriver(self.agent, resource_class=CheckedResource)
+        CheckedResource.machine = self
+        options = Options(
+            retry=RetryPolicy(max_attempts=max_attempts, base_delay=1.0, jitter=0.5),
+            expiry=policy,  # type: ignore[arg-type]
+        )
+        self.chat = self.driver.chat(options, local_tools={"lookup": lambda args: {"ok": True}})
+        self.pending_steps = "none"
+
+    # -- the scripted server ------------------------------------------------------------
+
+    def answer(self, req: Request) -> Reply:
+        self.check_request(req)
+        plan = self.plans.pop(0) if self.plans else "success"
+        n = len(self.agent.requests)
+        if plan == "success":
+            return reply(started(req), text(f"m{n}", "hello there", chunks=2), finished(req))
+        if plan == "delta":
+            op = {"op": "add", "path": f"/k{n}", "value": n}
+            return reply(
+                started(req),
+                {"type": "STATE_SNAPSHOT", "snapshot": {}},
+                state_delta(op),
+                finished(req),
+            )
+        if plan in ("interrupt", "interrupt2", "interrupt_expiring"):
+            ids = ["a"] if plan == "interrupt" else ["a", "b"]
+            items: list[dict[str, Any]] = [{"id": x, "reason": "input_required"} for x in ids]
+            if plan == "interrupt_expiring":
+                items[0]["expiresAt"] = format_rfc3339(self.driver.now() + 20)
+            return reply(
+                started(req), text(f"m{n}", "question", chunks=2), interrupted(req, *items)
+            )
+        if plan == "tool":
+            return reply(started(req), tool_call(f"c{n}", "lookup", {"q": 1}), finished(req))
+        if plan == "run_error":
+            return reply(started(req), run_error("boom", "E1"))
+        if plan == "refuse":
+            return refuse(503)
+        if plan == "refuse_400":
+            return refuse(400)
+        if plan == "drop_before":
+            return drop()
+        if plan == "drop_after":
+            return drop(started(req), text(f"m{n}", "partial", chunks=2))
+        if plan == "truncated":
+            return reply(started(req), text(f"m{n}", "cut"))
+        if plan == "garbage":
+            return reply(started(req), "{not json")
+        if plan == "bad_outcome":
+            return reply(started(req), finished(req, {"type": "interrupt", "interrupts": []}))
+        if plan == "bad_patch":
+            return reply(started(req), state_delta({"op": "remove", "path": "/missing"}))
+        raise AssertionError(plan)
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def check_request(self, req: Request) -> None:
+        s = self.chat.core_state
+        body = req.body
+        for batch_id in self.batch_ids:
+            assert batch_id not in body, "R-B5: a batch id went over the wire"
+        sent = req.json.get("resume")
+        if sent is None:
+            assert s.batch is None, "a send while a batch is pending that is not its resume"
+            return
+        # The resume itself: the claimed batch, complete, unique, unexpired (R-B2, R-F3).
+        assert s.claim is not None and s.batch is not None
+        assert s.claim.batch_id == s.batch.id
+        ids = [e["interruptId"] for e in sent]
+        assert sorted(ids) == sorted(x.id for x in s.batch.interrupts)
+        assert len(set(ids)) == len(ids)
+        expired = set(s.batch.expired_ids(self.driver.now()))
+        if s.options.expiry == "cancel_expired":
+            cancelled = {e["interruptId"] for e in sent if e["status"] == "cancelled"}
+            expired -= cancelled
+        assert not expired, "R-F3: a resume went out with an expired interrupt"
+
+    def check_transition(self, before: Any, after: Any, input: i.Input) -> None:
+        # Never two claims, and a claim belongs to the visible batch (R-C2).
+        if after.claim is not None:
+            assert after.batch is not None and after.batch.id == after.claim.batch_id
+        if after.batch is not None:
+            self.batch_ids.add(after.batch.id)
+        # R-A2: a batch id is never reused for another batch.
+        same_id = after.batch is not None and before.batch is not None
+        if same_id and after.batch.id == before.batch.id:
+            assert after.batch is before.batch
+        # R-F6, R-H1: what was committed is never lost.
+        if isinstance(input, _INTENTS_THAT_REWRITE_HISTORY):
+            return
+        old, new = before.checkpoint, after.checkpoint
+        assert list(new.messages)[: len(old.messages)] == list(old.messages), (
+            "a committed message was lost"
+        )
+        commit = isinstance(input, i.FrameReceived) and _is_run_finished(input.data)
+        if not commit:
+            # R-F6: only finished tool results are committed outside a RUN_FINISHED;
+            # what a failed or stopped run streamed is dropped.
+            added = list(new.messages)[len(old.messages) :]
+            assert all(m.role == "tool" for m in added), "an uncommitted draft was kept"
+        if new.state != old.state:
+            assert commit or isinstance(input, i.SetState), "committed state changed"
+
+    @invariant()
+    def flags_are_consistent(self) -> None:
+        s = self.chat.core_state
+        if s.claim is not None:
+            assert self.chat.is_resuming and self.chat.is_loading
+        if s.batch is not None and s.claim is None:
+            assert not self.chat.is_loading and not self.chat.is_resuming  # R-C1
+
+    # -- rules ----------------------------------------------------------------------------
+
+    def after_intent(self, then: str) -> None:
+        self.pending_steps = then
+
+    def teardown_steps(self) -> None:
+        then, self.pending_steps = self.pending_steps, "none"
+        if then == "expire_first":
+            self.advance_past_expiry()
+            then = "idle"
+        if then == "idle":
+            self.driver.run_until_idle(max_steps=2_000)
+        for _ in range({"one": 1, "few": 3}.get(then, 0)):
+            self.driver.step()
+
+    def advance_past_expiry(self) -> None:
+        batch = self.chat.core_state.batch
+        seconds = 25.0
+        if batch is not None and batch.earliest_expiry is not None:
+            seconds = max(0.0, batch.earliest_expiry - self.driver.now()) + 0.001
+        self.driver.advance(seconds)
+
+    @rule(plan=plans)
+    def script_next_answer(self, plan: str) -> None:
+        """Queue an answer for a later request (a retry, a follow-up)."""
+        self.plans.append(plan)
+
+    @rule(content=st.text(max_size=6), plan=plans, then=then_steps)
+    def send(self, content: str, plan: str, then: str) -> None:
+        self.plans.insert(0, plan)
+        self.after_intent(then)
+        s = self.chat.core_state
+        try:
+            self.chat.send(content)
+        except RecoveryRequiredError:
+            assert s.needs_new_thread
+        except InterruptPendingError:
+            assert s.batch is not None and not s.needs_new_thread
+        else:
+            assert s.batch is None and not s.needs_new_thread
+        self.teardown_steps()
+
+    @precondition(lambda self: self.chat.pending_interrupts is not None)
+    @rule(
+        data=st.data(),
+        plan=plans,
+        then=then_steps,
+        mistake=st.sampled_from(
+            [None, None, None, "missing", "duplicate", "unknown", "status", "nan", "stale"]
+        ),
+    )
+    def answer_batch(self, data: st.DataObject, plan: str, then: int, mistake: str | None) -> None:
+        """Submit answers for the visible batch: valid ones, or one kind of mistake."""
+        batch = self.chat.pending_interrupts
+        assert batch is not None
+        entries: list[dict[str, Any]] = []
+        for interrupt in data.draw(st.permutations(list(batch.interrupts))):
+            if data.draw(st.booleans()):
+                entries.append({"interrupt_id": interrupt.id, "status": "cancelled"})
+            else:
+                payload = data.draw(json_values)
+                entries.append(
+                    {"interrupt_id": interrupt.id, "status": "resolved", "payload": payload}
+                )
+        batch_id = batch.id
+        if mistake == "missing":
+            entries = entries[1:]
+        elif mistake == "duplicate":
+            entries = [*entries, entries[0]]
+        elif mistake == "unknown":
+            entries = [*entries, {"interrupt_id": "zzz", "status": "resolved"}]
+        elif mistake == "status":
+            entries = [{**entries[0], "status": "maybe"}, *entries[1:]]
+        elif mistake == "nan":
+            entries = [{**entries[0], "status": "resolved", "payload": float("nan")}, *entries[1:]]
+        elif mistake == "stale":
+            batch_id = "not-a-batch"
+        before = self.chat.core_state
+        self.plans.insert(0, plan)
+        self.after_intent(then)
+        try:
+            self.chat.resume(batch_id, entries)
+        except RecoveryRequiredError:
+            assert before.needs_new_thread
+        except BatchClaimedError:
+            assert before.claim is not None
+        except StaleBatchError:
+            assert mistake == "stale"
+        except BatchExpiredError:
+            assert before.batch is not None and before.batch.expired_ids(self.driver.now())
+        except InvalidResumeError:
+            assert mistake is not None
+        else:
+            assert mistake is None, f"an invalid resume ({mistake}) was accepted"
+            assert self.chat.is_resuming and self.chat.is_loading  # R-C2
+            expired = set(batch.expired_ids(self.driver.now()))
+            if before.options.expiry == "cancel_expired":
+                expired -= {e["interrupt_id"] for e in entries if e["status"] == "cancelled"}
+            assert not expired, "R-F3: an expired batch was claimed"
+        self.teardown_steps()
+
+    @rule(
+        kind=st.sampled_from(["stop", "same_thread", "new_thread", "set_state"]),
+        value=json_values,
+    )
+    def disrupt(self, kind: str, value: Any) -> None:
+        """Stop, change thread (or set the same one), or replace the shared state."""
+        before = self.chat.core_state
+        if kind == "stop":
+            self.chat.stop()
+            assert self.chat.core_state.claim is None and not self.chat.is_loading
+        elif kind == "same_thread":
+            self.chat.set_thread_id(before.thread_id)
+            assert self.chat.core_state == before  # R-H2
+        elif kind == "new_thread":
+            self.chat.set_thread_id(None if before.thread_id else "t-other")
+            assert self.chat.pending_interrupts is None and not self.chat.needs_new_thread
+        else:
+            try:
+                self.chat.set_state(value)
+            except StateLockedError:
+                assert before.claim is not None or before.run is not None  # R-D2
+            else:
+                assert before.claim is None and before.run is None
+
+    @rule(move=st.sampled_from(["tiny", "retry", "past_expiry", "past_expiry"]))
+    def advance_clock(self, move: str) -> None:
+        """Move the clock a little, past a retry back-off, or just past the batch's expiry."""
+        if move == "past_expiry":
+            self.advance_past_expiry()
+        else:
+            self.driver.advance({"tiny": 0.25, "retry": 5.0}[move])
+
+    @rule(steps=st.sampled_from([1, 2, 4, 1000]))
+    def step_driver(self, steps: int) -> None:
+        """A few driver steps, or (1000) until idle, following retry back-offs."""
+        if steps == 1000:
+            self.driver.run_until_idle(max_steps=2_000)
+        for _ in range(steps if steps < 1000 else 0):
+            self.driver.step()
+
+
+def format_rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def _is_run_finished(data: str) -> bool:
+    try:
+        return isinstance(decode_frame(data), RunFinished)
+    except ValueError:
+        return False
+
+
+# Settings built here inherit the loaded profile (derandomized in CI, see conftest).
+SafetyMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("INTERLUDE_MACHINE_EXAMPLES", "300")),
+    stateful_step_count=40,
+)
+test_safety_machine = SafetyMachine.TestCase

@@ -1,0 +1,521 @@
+"""HttpxTransport against real servers on 127.0.0.1 (R-J4).
+
+Well-formed answers come from hypercorn running a tiny ASGI app in the test's
+own trio run; broken ones (a dropped connection, no answer at all) from a raw
+TCP responder. Every wait is bounded, so a failure fails fast instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import hypercorn.asyncio
+import hypercorn.trio
+import pytest
+import trio
+from hypercorn.config import Config
+
+from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport
+from interlude.core.errors import ProtocolError, TransportError
+
+WAIT = 5.0  # seconds: the bound on any wait that should end almost at once
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    receive: Receive
+
+    def header(self, name: bytes) -> list[bytes]:
+        return [v for k, v in self.headers if k.lower() == name]
+
+
+Handler = Callable[[Request, Send], Awaitable[None]]
+
+
+def asgi(handler: Handler) -> Callable[[dict[str, Any], Receive, Send], Awaitable[None]]:
+    """An ASGI app that reads the whole request, then lets ``handler`` answer it."""
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                else:
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = Request(scope["method"], scope["path"], scope["headers"], body, receive)
+        await handler(request, send)
+
+    return app
+
+
+async def start(send: Send, status: int = 200, content_type: bytes = b"text/event-stream") -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", content_type)],
+        }
+    )
+
+
+async def body(send: Send, data: bytes, *, more: bool = True) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": more})
+
+
+def config(*binds: str) -> Config:
+    cfg = Config()
+    cfg.bind = list(binds)
+    cfg.graceful_timeout = 0.5
+    cfg.accesslog = None
+    cfg.errorlog = None
+    return cfg
+
+
+@asynccontextmanager
+async def hypercorn_server(handler: Handler) -> AsyncIterator[str]:
+    """Serve ``handler`` with hypercorn on an ephemeral port; yield its URL."""
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(
+            hypercorn.trio.serve, asgi(handler), config("127.0.0.1:0"), shutdown_trigger=stop.wait
+        )
+        binds = await nursery.start(serve)
+        try:
+            yield binds[0] + "/agent"
+        finally:
+            stop.set()
+
+
+@asynccontextmanager
+async def raw_server(answer: Callable[[trio.SocketStream], Awaitable[None]]) -> AsyncIterator[str]:
+    """A bare TCP responder: ``answer`` writes whatever bytes it likes, then returns."""
+
+    async def handle(stream: trio.SocketStream) -> None:
+        try:
+            with trio.fail_after(WAIT):
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    got = await stream.receive_some()
+                    if not got:
+                        return
+                    head += got
+                length = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
+                rest = head.partition(b"\r\n\r\n")[2]
+                while length and len(rest) < int(length[1]):
+                    rest += await stream.receive_some()
+                await answer(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
+        )
+        port = listeners[0].socket.getsockname()[1]
+        yield f"http://127.0.0.1:{port}/agent"
+        nursery.cancel_scope.cancel()
+
+
+async def collect(transport: HttpxTransport, request_body: bytes = b"{}") -> list[str]:
+    with trio.fail_after(WAIT):
+        async with aclosing(transport.stream(request_body)) as frames:
+            return [data async for data in frames]
+
+
+FRAME = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+FRAME_DATA = '{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
+
+
+# -- streaming ------------------------------------------------------------------
+
+
+def test_frames_arrive_as_they_are_sent() -> None:
+    """The server sends the next frames only once the client has the first one."""
+    seen_first = trio.Event()
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, content_type=b"text/event-stream; charset=utf-8")
+        await body(send, b": hello\n\n" + FRAME)
+        with trio.fail_after(WAIT):
+            await seen_first.wait()
+        await body(send, b'data: {"n":')
+        await body(send, b"2}\r")
+        await body(send, b"\n\r\ndata: \xe4\xb8")
+        await body(send, b"\x96\n\n", more=False)
+
+    async def main() -> None:
+        got = []
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with trio.fail_after(WAIT):
+                async with aclosing(transport.stream(b"{}")) as frames:
+                    async for data in frames:
+                        got.append(data)
+                        seen_first.set()
+        assert got == [FRAME_DATA, '{"n":2}', "世"]
+
+    trio.run(main)
+
+
+def test_the_request_is_sent_as_given() -> None:
+    seen: list[Request] = []
+
+    async def handler(request: Request, send: Send) -> None:
+        seen.append(request)
+        await start(send)
+        await body(send, FRAME, more=False)
+
+    payload = b'{"threadId": "t",  "runId":"r", "x": "\xc3\xa9"}\n'
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url:
+            headers = {"Authorization": "Bearer s3cret", "X-Custom": "1", "accept": "*/*"}
+            async with HttpxTransport(url, headers=headers) as transport:
+                assert await collect(transport, payload) == [FRAME_DATA]
+
+    trio.run(main)
+    (request,) = seen
+    assert (request.method, request.path, request.body) == ("POST", "/agent", payload)
+    assert request.header(b"content-type") == [b"application/json"]
+    assert request.header(b"accept") == [b"text/event-stream"]
+    assert request.header(b"authorization") == [b"Bearer s3cret"]
+    assert request.header(b"x-custom") == [b"1"]
+
+
+def test_an_injected_client_is_used_and_left_open() -> None:
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send)
+        await body(send, FRAME, more=False)
+
+    async def main() -> None:
+        async with (
+            hypercorn_server(handler) as url,
+            httpx.AsyncClient(event_hooks={"request": [record]}) as client,
+        ):
+            async with HttpxTransport(url, client=client) as transport:
+                assert await collect(transport) == [FRAME_DATA]
+                assert await collect(transport) == [FRAME_DATA]
+            assert not client.is_closed
+            assert len(sent) == 2
+
+    trio.run(main)
+
+
+def test_an_owned_client_is_closed_with_the_transport() -> None:
+    async def main() -> None:
+        async with HttpxTransport("http://127.0.0.1:9/") as transport:
+            client = transport._client
+        assert client.is_closed
+
+    trio.run(main)
+
+
+# -- errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(500, True), (503, True), (429, True), (400, False), (404, False)]
+)
+def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, status, b"text/plain; charset=utf-8")
+        await body(send, f"no luck: {status}".encode(), more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        error = caught.value
+        assert (error.status, error.retryable, error.body) == (
+            status,
+            retryable,
+            f"no luck: {status}",
+        )
+        assert error == TransportError.from_status(status, f"no luck: {status}")
+
+    trio.run(main)
+
+
+def test_a_long_error_body_is_cut() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, 502, b"text/html")
+        await body(send, b"x")
+        for _ in range(100):
+            await body(send, "é".encode() * 500)
+        await body(send, b"", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        # 4096 bytes end half way through an "é": that half is dropped.
+        assert caught.value.body == "x" + "é" * (ERROR_BODY_LIMIT // 2 - 1)
+        assert caught.value.retryable
+
+    trio.run(main)
+
+
+def test_a_2xx_that_is_not_an_event_stream_is_a_protocol_error() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, 200, b"application/json")
+        await body(send, b'{"type":"RUN_STARTED"}', more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(ProtocolError, match="'application/json'") as caught:
+                await collect(transport)
+        assert not caught.value.retryable
+
+    trio.run(main)
+
+
+def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await start(send)
+        await body(send, FRAME)
+        await body(send, b"data: " + b"x" * 2000 + b"\n\n", more=False)
+
+    async def main() -> None:
+        got = []
+        async with (
+            hypercorn_server(handler) as url,
+            HttpxTransport(url, max_frame_bytes=1000) as transport,
+        ):
+            with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
+                with trio.fail_after(WAIT):
+                    async with aclosing(transport.stream(b"{}")) as frames:
+                        async for data in frames:
+                            got.append(data)
+        assert got == [FRAME_DATA]
+
+    trio.run(main)
+
+
+def test_a_stream_cut_mid_frame_is_a_retryable_protocol_error() -> None:
+    async def answer(stream: trio.SocketStream) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        await stream.send_all(head + FRAME + b'data: {"type":"TEXT_')
+
+    async def main() -> None:
+        got = []
+        async with raw_server(answer) as url, HttpxTransport(url) as transport:
+            with pytest.raises(ProtocolError) as caught:
+                with trio.fail_after(WAIT):
+                    async for data in transport.stream(b"{}"):
+                        got.append(data)
+        assert got == [FRAME_DATA]
+        assert caught.value == ProtocolError(
+            "the stream ended in the middle of an event", retryable=True
+        )
+
+    trio.run(main)
+
+
+def test_a_connection_dropped_inside_a_chunked_body_is_a_retryable_transport_error() -> None:
+    async def answer(stream: trio.SocketStream) -> None:
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        await stream.send_all(head + b"%x\r\n%s\r\n" % (len(FRAME), FRAME) + b"10\r\ndata: ")
+
+    async def main() -> None:
+        async with raw_server(answer) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError, match="broke while streaming") as caught:
+                await collect(transport)
+        assert caught.value.retryable
+
+    trio.run(main)
+
+
+def test_a_refused_connection_is_a_retryable_transport_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again before use: nothing listens there
+
+    async def main() -> None:
+        url = f"http://user:pw@127.0.0.1:{port}/agent?token=s3cret"
+        async with HttpxTransport(url) as transport:
+            with pytest.raises(TransportError, match="could not connect") as caught:
+                await collect(transport)
+        assert caught.value.retryable
+        assert caught.value.status is None
+        assert f"127.0.0.1:{port}/agent" in caught.value.message
+        assert "pw" not in caught.value.message
+        assert "s3cret" not in caught.value.message
+
+    trio.run(main)
+
+
+def test_no_response_head_in_time_is_a_retryable_transport_error() -> None:
+    async def answer(stream: trio.SocketStream) -> None:
+        await trio.sleep(WAIT)
+
+    async def main() -> None:
+        async with raw_server(answer) as url, HttpxTransport(url, read_timeout=0.2) as transport:
+            with pytest.raises(TransportError, match=r"no response within 0\.2 s") as caught:
+                await collect(transport)
+        assert caught.value.retryable
+
+    trio.run(main)
+
+
+def test_a_silent_stream_is_a_retryable_transport_error() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await start(send)
+        await body(send, FRAME)
+        with trio.move_on_after(WAIT):
+            await request.receive()  # the client leaving
+
+    async def main() -> None:
+        got = []
+        async with (
+            hypercorn_server(handler) as url,
+            HttpxTransport(url, idle_timeout=0.2) as transport,
+        ):
+            with pytest.raises(TransportError, match=r"silent for more than 0\.2 s") as caught:
+                with trio.fail_after(WAIT):
+                    async with aclosing(transport.stream(b"{}")) as frames:
+                        async for data in frames:
+                            got.append(data)
+        assert got == [FRAME_DATA]
+        assert caught.value.retryable
+
+    trio.run(main)
+
+
+# -- stopping -------------------------------------------------------------------
+
+
+def disconnect_watcher() -> tuple[trio.Event, Handler]:
+    """A handler that sends one frame, then sets the event when the client goes away."""
+    gone = trio.Event()
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send)
+        await body(send, FRAME)
+        with trio.fail_after(WAIT):
+            message = await request.receive()
+        assert message["type"] == "http.disconnect"
+        gone.set()
+
+    return gone, handler
+
+
+def test_closing_the_generator_closes_the_response() -> None:
+    gone, handler = disconnect_watcher()
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with trio.fail_after(WAIT):
+                async with aclosing(transport.stream(b"{}")) as frames:
+                    assert await anext(frames) == FRAME_DATA
+                await gone.wait()
+
+    trio.run(main)
+
+
+def test_cancelling_the_reader_closes_the_response() -> None:
+    gone, handler = disconnect_watcher()
+
+    async def main() -> None:
+        got: list[str] = []
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with trio.fail_after(WAIT):
+                async with trio.open_nursery() as nursery:
+
+                    async def read() -> None:
+                        async for data in transport.stream(b"{}"):
+                            got.append(data)
+                            nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(read)
+                await gone.wait()
+        assert got == [FRAME_DATA]
+
+    trio.run(main)
+
+
+# -- asyncio --------------------------------------------------------------------
+
+
+def test_streaming_and_closing_under_asyncio() -> None:
+    async def main() -> None:
+        seen_first = asyncio.Event()
+        gone = asyncio.Event()
+
+        async def handler(request: Request, send: Send) -> None:
+            await start(send)
+            await body(send, FRAME)
+            async with asyncio.timeout(WAIT):
+                await seen_first.wait()
+            await body(send, b'data: {"n":2}\n\n')
+            if request.body == b"stop early":
+                async with asyncio.timeout(WAIT):
+                    assert (await request.receive())["type"] == "http.disconnect"
+                gone.set()
+            else:
+                await body(send, b'data: {"n":3}\n\n', more=False)
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        stop = asyncio.Event()
+        server = asyncio.create_task(
+            hypercorn.asyncio.serve(
+                asgi(handler), config(f"fd://{sock.detach()}"), shutdown_trigger=stop.wait
+            )
+        )
+        try:
+            async with HttpxTransport(f"http://127.0.0.1:{port}/agent") as transport:
+                got = []
+                async with asyncio.timeout(WAIT):
+                    async with aclosing(transport.stream(b"{}")) as frames:
+                        async for data in frames:
+                            got.append(data)
+                            seen_first.set()
+                assert got == [FRAME_DATA, '{"n":2}', '{"n":3}']
+
+                seen_first.clear()
+                async with asyncio.timeout(WAIT):
+                    async with aclosing(transport.stream(b"stop early")) as frames:
+                        assert await anext(frames) == FRAME_DATA
+                        seen_first.set()
+                        assert await anext(frames) == '{"n":2}'
+                    await gone.wait()
+        finally:
+            stop.set()
+            async with asyncio.timeout(WAIT):
+                await server
+
+    asyncio.run(main())

@@ -1,0 +1,202 @@
+"""PVec against a list, and Rope against string concatenation."""
+
+from __future__ import annotations
+
+import copy
+import operator
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interlude.core.pvec import PVec, Rope
+
+# -- PVec -------------------------------------------------------------------------
+
+
+def trie_nodes(v: PVec[Any]) -> list[tuple[Any, ...]]:
+    """Every inner node and leaf of ``v``'s trie, plus its tail (white-box)."""
+    out, stack = [v._tail], [(v._root, v._shift)]
+    while stack:
+        node, level = stack.pop()
+        out.append(node)
+        if level > 0:
+            stack.extend((child, level - 5) for child in node)
+    return out
+
+
+@settings(max_examples=60)
+@given(
+    st.integers(0, 40_000),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["append", "set", "extend", "get"]), st.integers(), st.integers(0, 70)
+        ),
+        max_size=30,
+    ),
+)
+def test_pvec_matches_list(start: int, steps: list[tuple[str, int, int]]) -> None:
+    v: PVec[int] = PVec.from_iterable(range(start))
+    ref = list(range(start))
+    history = [(v, list(ref))]
+    for kind, a, b in steps:
+        if kind == "append":
+            v, ref = v.append(a), [*ref, a]
+        elif kind == "extend":
+            v, ref = (
+                v.extend(range(a % 1000, a % 1000 + b)),
+                ref + list(range(a % 1000, a % 1000 + b)),
+            )
+        elif not ref:
+            with pytest.raises(IndexError):
+                v.set(a, b)
+            continue
+        elif kind == "set":
+            i = a % (2 * len(ref)) - len(ref)  # negative indices too
+            ref = list(ref)
+            ref[i] = b
+            v = v.set(i, b)
+        else:
+            i = a % (2 * len(ref)) - len(ref)
+            assert v[i] == ref[i]
+        history.append((v, list(ref)))
+        assert len(v) == len(ref)
+    for old, snapshot in history:  # every version is unchanged by later updates
+        assert list(old) == snapshot
+        assert old == snapshot
+
+
+def test_append_one_by_one_across_trie_levels() -> None:
+    # Past 32 (first leaf), 32 + 32**2 (root grows to 2 levels), 32 + 32**3 (3 levels).
+    n = 32 + 32**3 + 40
+    v: PVec[int] = PVec.empty()
+    for i in range(n):
+        v = v.append(i)
+    assert list(v) == list(range(n))
+    assert v == PVec.from_iterable(range(n))
+    for i in (0, 31, 32, 1023, 1024, 1055, 1056, 32767, 32768, 32799, 32800, n - 1):
+        assert v[i] == i
+        w = v.set(i, -1)
+        assert w[i] == -1 and v[i] == i
+        assert list(w) == [*range(i), -1, *range(i + 1, n)]
+
+
+def test_set_copies_one_path() -> None:
+    v: PVec[int] = PVec.from_iterable(range(100_000))
+    w = v.set(12_345, -1)
+    old = {id(n) for n in trie_nodes(v)}
+    new = [n for n in trie_nodes(w) if id(n) not in old]
+    assert len(new) == 4  # one node per level: root, 2 inner, the leaf
+    assert sum(len(n) for n in new) <= 4 * 32
+    assert w._tail is v._tail
+
+
+@settings(max_examples=100)
+@given(
+    st.integers(0, 3000),
+    st.none() | st.integers(-4000, 4000),
+    st.none() | st.integers(-4000, 4000),
+    st.none() | st.integers(-70, 70).filter(bool),
+)
+def test_slices(n: int, start: int | None, stop: int | None, step: int | None) -> None:
+    v: PVec[int] = PVec.from_iterable(range(n))
+    s = slice(start, stop, step)
+    got = v[s]
+    assert isinstance(got, PVec)
+    assert list(got) == list(range(n))[s]
+
+
+@settings(max_examples=50)
+@given(st.lists(st.integers(), max_size=100), st.lists(st.integers(), max_size=100))
+def test_extend_and_reversed(a: list[int], b: list[int]) -> None:
+    v = PVec.from_iterable(a)
+    assert list(v.extend(b)) == a + b
+    assert list(v) == a
+    assert list(reversed(v.extend(b))) == (a + b)[::-1]
+
+
+def test_indexing_errors() -> None:
+    v = PVec.from_iterable("abc")
+    assert v[-1] == "c" and v[-3] == "a"
+    for i in (3, -4, 10**30):
+        with pytest.raises(IndexError):
+            v[i]
+        with pytest.raises(IndexError):
+            v.set(i, "x")
+    with pytest.raises(TypeError):
+        v["0"]  # type: ignore[call-overload]
+    with pytest.raises(IndexError):
+        PVec.empty()[0]
+
+
+def test_value_semantics() -> None:
+    v = PVec.from_iterable([1, 2, 3])
+    assert v == (1, 2, 3) and v == [1, 2, 3]
+    assert operator.eq((1, 2, 3), v) and operator.eq([1, 2, 3], v)  # reflected
+    assert v == PVec[int].empty().append(1).append(2).append(3)
+    assert v != (1, 2) and v != [1, 2, 4] and v != "123" and v != {1, 2, 3}
+    assert hash(v) == hash((1, 2, 3)) == hash(PVec.from_iterable((1, 2, 3)))
+    table: dict[Any, int] = {v: 1}
+    assert table[(1, 2, 3)] == 1
+    assert repr(v) == "PVec([1, 2, 3])"
+    assert isinstance(v, Sequence)
+    assert 2 in v and v.index(3) == 2 and v.count(1) == 1
+    assert PVec.empty() == () and len(PVec.empty()) == 0
+    assert pickle.loads(pickle.dumps(v)) == v and copy.deepcopy(v) == v
+
+
+def test_immutable() -> None:
+    v = PVec.from_iterable([1])
+    with pytest.raises(AttributeError):
+        v._count = 5
+    with pytest.raises(AttributeError):
+        del v._tail
+    with pytest.raises(TypeError):
+        PVec()
+
+
+# -- Rope -------------------------------------------------------------------------
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.text(max_size=5), st.booleans()), max_size=60))
+def test_rope_matches_concatenation(steps: list[tuple[str, bool]]) -> None:
+    rope, text = Rope.EMPTY, ""
+    history = [(rope, text)]
+    for delta, read in steps:
+        rope, text = rope.append(delta), text + delta
+        history.append((rope, text))
+        if read:  # memoizing on one version must not change any other
+            assert str(rope) == text
+    for old, expected in history:
+        assert len(old) == len(expected)
+        assert str(old) == expected
+        assert str(old) == expected  # memoized read agrees
+
+
+def test_rope_value_semantics() -> None:
+    a = Rope("he").append("llo")
+    b = Rope().append("h").append("").append("ello")
+    assert a == b and a == "hello" and operator.eq("hello", a)
+    assert hash(a) == hash(b) == hash("hello")
+    assert a != Rope("help") and a != "hell" and a != 5
+    assert Rope.EMPTY == Rope() == "" and len(Rope.EMPTY) == 0
+    assert a.append("") is a
+    assert repr(a) == "Rope('hello')"
+    assert pickle.loads(pickle.dumps(a)) == a
+    with pytest.raises(AttributeError):
+        a._len = 0
+
+
+def test_rope_many_deltas() -> None:
+    rope = Rope.EMPTY
+    for i in range(200_000):
+        rope = rope.append(chr(97 + i % 26))
+    assert len(rope) == 200_000
+    text = str(rope)
+    assert text[:3] == "abc" and len(text) == 200_000
+    assert str(rope) is text  # joined once
+    del rope  # a 200k-node chain is freed without blowing the C stack

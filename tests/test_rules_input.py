@@ -1,0 +1,816 @@
+"""State, tools and new input while paused (R-D1..R-D5); deferred completion input (R-E1..R-E5).
+
+Every scenario runs on the step-by-step fake driver against a scripted agent:
+no threads, no sockets, no sleeping. A rejected intent must raise its typed
+error and leave ``core_state`` exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from interlude.adapters.fake import (
+    FAKE_EPOCH,
+    FakeDriver,
+    Reply,
+    Request,
+    ScriptedAgent,
+    drop,
+    finished,
+    interrupted,
+    reply,
+    run_error,
+    started,
+    state_snapshot,
+    text,
+    tool_call,
+)
+from interlude.adapters.resource import Resource
+from interlude.core import inputs as i
+from interlude.core.commands import AbortAttempt, Command, RunTool
+from interlude.core.errors import (
+    BatchExpiredError,
+    InterruptPendingError,
+    RunError,
+    StateLockedError,
+    TransportError,
+)
+from interlude.core.json import thaw
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.state import Batch
+from interlude.core.wire.messages import AssistantMessage, ToolMessage, UserMessage
+
+# -- helpers --------------------------------------------------------------------------
+
+ASK = {"id": "approve", "reason": "input_required", "message": "Approve?"}
+EXACT_RETRY = Options(retry=RetryPolicy(jitter=0, base_delay=1.0, max_attempts=3))
+
+
+def at(seconds: float) -> str:
+    """An RFC 3339 instant ``seconds`` after the fake clock's start."""
+    return datetime.fromtimestamp(FAKE_EPOCH + seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+class RecordingDriver(FakeDriver):
+    """A fake driver that records every command; optionally keeps local tools for the test.
+
+    With ``manual_tools`` the ``RunTool`` commands are not run: the test
+    finishes them itself (``ToolFinished``), in any order it likes.
+    """
+
+    def __init__(self, agent: ScriptedAgent, *, manual_tools: bool = False) -> None:
+        super().__init__(agent)
+        self.commands: list[Command] = []
+        self.tool_runs: list[RunTool] = []
+        self.manual_tools = manual_tools
+
+    def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
+        self.commands.extend(commands)
+        if self.manual_tools:
+            self.tool_runs.extend(c for c in commands if isinstance(c, RunTool))
+            commands = [c for c in commands if not isinstance(c, RunTool)]
+        super().execute(resource, commands)
+
+
+def pause(*interrupts: dict[str, Any], before: Sequence[Any] = ()) -> Callable[[Request], Reply]:
+    """A reply that streams ``before`` and some text, then pauses with ``interrupts``."""
+
+    def answer(req: Request) -> Reply:
+        return reply(
+            started(req),
+            *before,
+            *text(f"ask-{req.run_id}", "need approval"),
+            interrupted(req, *(interrupts or (ASK,))),
+        )
+
+    return answer
+
+
+def succeed(*events: Any, hold: bool = False, outcome: dict[str, Any] | None = None):
+    """A reply that streams ``events`` and some text, then finishes."""
+
+    def answer(req: Request) -> Reply:
+        return reply(
+            started(req),
+            *events,
+            *text(f"done-{req.run_id}", f"done {req.run_id}"),
+            finished(req, outcome),
+            hold=hold,
+        )
+
+    return answer
+
+
+def answer_completion(req: Request) -> Reply:
+    """The default completion agent: answers its input."""
+    content = req.json["messages"][0]["content"]
+    return reply(started(req), *text(f"out-{req.run_id}", f"answer to {content}"), finished(req))
+
+
+def approve(batch: Batch, payload: Any = None) -> list[dict[str, Any]]:
+    return [
+        {"interrupt_id": it.id, "status": "resolved", "payload": payload or {"approved": True}}
+        for it in batch.interrupts
+    ]
+
+
+def paused_chat(
+    *replies: Any,
+    local_tools: dict[str, Any] | None = None,
+    options: Options | None = None,
+    manual_tools: bool = False,
+    first: Callable[[Request], Reply] | None = None,
+) -> tuple[RecordingDriver, Resource, Batch]:
+    """A chat that sent "hello" and paused; ``replies`` answer the requests after it."""
+    agent = ScriptedAgent(succeed()).then(first or pause(), *replies)
+    driver = RecordingDriver(agent, manual_tools=manual_tools)
+    chat = driver.chat(options, local_tools=local_tools)
+    chat.send("hello")
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    assert_paused(chat, batch)
+    return driver, chat, batch
+
+
+def assert_paused(r: Resource, batch: Batch) -> None:
+    assert r.pending_interrupts is batch
+    assert (r.is_loading, r.is_resuming, r.needs_new_thread) == (False, False, False)
+
+
+def user_texts(req: Request) -> list[str]:
+    return [m["content"] for m in req.json["messages"] if m["role"] == "user"]
+
+
+def step_until(driver: FakeDriver, done: Callable[[], bool], limit: int = 200) -> None:
+    for _ in range(limit):
+        if done():
+            return
+        assert driver.step(), "the driver ran out of work before the condition held"
+    raise AssertionError("condition never held")
+
+
+def rejected(r: Resource, error: type[Exception], call: Callable[[], Any]) -> Exception:
+    """``call`` raises ``error`` and leaves the core state exactly as it was."""
+    before = r.core_state
+    with pytest.raises(error) as info:
+        call()
+    assert r.core_state == before
+    return info.value
+
+
+# -- R-D1 -------------------------------------------------------------------------------
+
+
+def test_R_D1_set_state_while_paused_is_sent_by_resume_and_alone_sends_nothing():
+    """R-D1, R-B6: state writes while paused are allowed, send nothing, and resume carries
+    the latest one."""
+    first = pause(before=[state_snapshot({"step": 1})])
+    driver, chat, batch = paused_chat(first=first)
+    assert thaw(chat.state) == {"step": 1}
+
+    chat.set_state({"step": 2})
+    chat.set_state({"step": 3, "note": "edited while paused"})
+    assert thaw(chat.state) == {"step": 3, "note": "edited while paused"}
+    assert_paused(chat, batch)
+    assert chat.error is None
+    driver.run_until_idle()
+    assert len(driver.requests) == 1  # state changes alone never resume
+    assert not driver.step()
+    assert_paused(chat, batch)
+
+    chat.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    resume_req = driver.requests[1]
+    assert resume_req.json["state"] == {"step": 3, "note": "edited while paused"}
+    assert resume_req.resume == [
+        {"interruptId": "approve", "status": "resolved", "payload": {"approved": True}}
+    ]
+
+
+# -- R-D2 -------------------------------------------------------------------------------
+
+
+def test_R_D2_set_state_locked_from_claim_through_the_resumed_run():
+    """R-D2, R-C2: locked from the synchronous claim, through the send, at the matching
+    RUN_STARTED (a run then owns the state, as the errors table says), until the
+    resumed run ends."""
+    driver, chat, batch = paused_chat(succeed(state_snapshot({"server": "after"}), hold=True))
+    chat.set_state({"client": "before"})
+    chat.resume(batch.id, approve(batch))
+    # claimed, not sent yet
+    rejected(chat, StateLockedError, lambda: chat.set_state({"x": 1}))
+    assert driver.step()  # the resume request goes out; its stream is held
+    assert len(driver.requests) == 2
+    rejected(chat, StateLockedError, lambda: chat.set_state({"x": 2}))
+    assert chat.pending_interrupts is batch
+
+    driver.release(1)
+    assert driver.step()  # the matching RUN_STARTED
+    assert chat.pending_interrupts is None
+    assert chat.is_resuming and chat.is_loading
+    rejected(chat, StateLockedError, lambda: chat.set_state({"x": 3}))
+
+    driver.release(100)
+    driver.run_until_idle()
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+    assert thaw(chat.state) == {"server": "after"}
+    assert driver.requests[1].json["state"] == {"client": "before"}
+    chat.set_state({"x": 4})  # the interaction settled: allowed again
+    assert thaw(chat.state) == {"x": 4}
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+
+
+def test_R_D2_set_state_locked_during_a_retry_wait_before_ack():
+    """R-D2, R-F2: the claim is still held while waiting to retry; the retry sends the
+    captured state, not a later one."""
+    driver, chat, batch = paused_chat(
+        lambda req: Reply(fail_before_send=TransportError("refused", retryable=True)),
+        succeed(),
+        options=EXACT_RETRY,
+    )
+    chat.set_state({"v": "captured"})
+    chat.resume(batch.id, approve(batch))
+    assert driver.step()  # first attempt fails: a retry wait
+    assert len(driver.requests) == 2
+    assert chat.pending_interrupts is batch and chat.is_resuming
+    rejected(chat, StateLockedError, lambda: chat.set_state({"v": "late"}))
+    driver.run_until_idle()
+    assert len(driver.requests) == 3
+    assert driver.requests[2].json["state"] == {"v": "captured"}
+    assert driver.requests[2].body.replace(driver.requests[2].run_id, "RUN") == driver.requests[
+        1
+    ].body.replace(driver.requests[1].run_id, "RUN")
+
+
+@pytest.mark.parametrize("release", ["stop", "run_error_before_ack", "retries_exhausted"])
+def test_R_D2_set_state_allowed_again_once_the_claim_is_released(release: str):
+    """R-D2, R-F4: stop or failure before the acknowledgement releases the claim; state
+    writes are allowed again and the next resume carries them."""
+    refused = [lambda req: Reply(fail_before_send=TransportError("refused", retryable=True))] * 3
+    replies: list[Any] = {
+        "stop": [],
+        "run_error_before_ack": [lambda req: reply(run_error("nope", "E1"))],
+        "retries_exhausted": refused,
+    }[release]
+    driver, chat, batch = paused_chat(*replies, succeed(), options=EXACT_RETRY)
+    chat.resume(batch.id, approve(batch))
+    if release == "stop":
+        chat.stop()
+    else:
+        driver.run_until_idle()
+    assert_paused(chat, batch)
+    if release == "run_error_before_ack":
+        assert chat.error == RunError("nope", "E1")
+    elif release == "retries_exhausted":
+        assert isinstance(chat.error, TransportError)
+    else:
+        assert chat.error is None
+    sent = len(driver.requests)
+
+    chat.set_state({"after": release})
+    assert thaw(chat.state) == {"after": release}
+    driver.run_until_idle()
+    assert len(driver.requests) == sent
+
+    chat.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert driver.requests[-1].json["state"] == {"after": release}
+    assert driver.requests[-1].resume is not None
+    assert (chat.pending_interrupts, chat.is_resuming, chat.error) == (None, False, None)
+
+
+# -- R-D3 -------------------------------------------------------------------------------
+
+NEW_INPUT: dict[str, Callable[[Resource], Any]] = {
+    "send": lambda r: r.send("something else"),
+    "set_messages": lambda r: r.set_messages([UserMessage(id="u-new", content="fresh start")]),
+    "reload": lambda r: r.reload(),
+}
+
+
+@pytest.mark.parametrize("phase", ["pending", "claimed_unsent", "claimed_sent"])
+@pytest.mark.parametrize("intent", sorted(NEW_INPUT))
+def test_R_D3_new_chat_input_rejected_while_pending_or_claimed(intent: str, phase: str):
+    """R-D3: send, set_messages and reload raise InterruptPendingError, change nothing and
+    send nothing while the batch awaits answers or is claimed."""
+    driver, chat, batch = paused_chat(succeed(hold=True))
+    if phase != "pending":
+        chat.resume(batch.id, approve(batch))
+    if phase == "claimed_sent":
+        assert driver.step()
+    err = rejected(chat, InterruptPendingError, lambda: NEW_INPUT[intent](chat))
+    assert batch.id in str(err)
+    assert chat.pending_interrupts is batch
+    driver.run_until_idle()
+    assert len(driver.requests) == (1 if phase == "pending" else 2)
+    assert all(r.resume is not None for r in driver.requests[1:])
+
+
+@pytest.mark.parametrize("intent", sorted(NEW_INPUT))
+def test_R_D3_new_input_after_ack_supersedes_the_resumed_run(intent: str):
+    """R-D3, R-C4: after the matching RUN_STARTED new input is allowed and supersedes the
+    resumed run at once: no recovery requirement, no resume flag, an ordinary request
+    without ``resume``, and the old stream's late events are ignored."""
+    driver, chat, batch = paused_chat(succeed(hold=True), succeed())
+    chat.resume(batch.id, approve(batch))
+    assert driver.step()
+    driver.release(1)
+    assert driver.step()  # matching RUN_STARTED
+    assert chat.pending_interrupts is None and chat.is_resuming
+    old = driver.requests[1]
+
+    ran = NEW_INPUT[intent](chat)
+    if intent == "reload":
+        assert ran is True
+    assert (chat.is_resuming, chat.needs_new_thread, chat.error) == (False, False, None)
+    assert chat.is_loading
+    assert chat.pending_interrupts is None
+    assert AbortAttempt(old.attempt) in driver.commands
+
+    before = chat.core_state
+    late = finished(old)
+    chat.apply(i.FrameReceived(old.attempt, json.dumps(late)))
+    chat.apply(i.StreamEnded(old.attempt))
+    assert chat.core_state == before
+
+    driver.release(100)
+    driver.run_until_idle()
+    assert len(driver.requests) == 3
+    new = driver.requests[2]
+    assert new.resume is None and "resume" not in new.json
+    assert new.thread_id == old.thread_id and new.run_id != old.run_id
+    expected_users = {
+        "send": ["hello", "something else"],
+        "set_messages": ["fresh start"],
+        "reload": ["hello"],
+    }[intent]
+    assert user_texts(new) == expected_users
+    assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
+    assert chat.error is None
+    assert chat.messages[-1].content == f"done {new.run_id}"
+
+
+# -- R-D4 -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("server_result", [True, False])
+def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
+    server_result: bool,
+):
+    """R-D4, R-A5: a tool call saved at the interrupt is never executed locally, even for
+    a registered local tool; a later TOOL_CALL_RESULT with its original id joins the
+    history as a tool message for that call."""
+    ran: list[Any] = []
+    result = {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": "res-1",
+        "toolCallId": "call-1",
+        "content": "transferred 5",
+    }
+    first = pause(
+        {**ASK, "toolCallId": "call-1"},
+        before=tool_call("call-1", "transfer", {"amount": 5}),
+    )
+    driver, chat, batch = paused_chat(
+        succeed(*([result] if server_result else [])),
+        first=first,
+        local_tools={"transfer": lambda args: ran.append(args) or "local!"},
+    )
+    assert ran == []
+    assert batch.interrupts[0].tool_call_id == "call-1"
+    assert len(driver.requests) == 1
+
+    chat.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert ran == []
+    assert len(driver.requests) == 2  # no follow-up run for the saved call
+    sent = driver.requests[1].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "assistant"]
+    assert [c["id"] for m in sent for c in m.get("toolCalls", [])] == ["call-1"]
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+
+    tool_msgs = [m for m in chat.messages if isinstance(m, ToolMessage)]
+    if server_result:
+        assert tool_msgs == [
+            ToolMessage(id="res-1", content="transferred 5", tool_call_id="call-1")
+        ]
+        roles = [m.role for m in chat.messages]
+        holder = next(
+            n
+            for n, m in enumerate(chat.messages)
+            if isinstance(m, AssistantMessage) and m.tool_calls
+        )
+        assert roles.index("tool") > holder
+    else:
+        assert tool_msgs == []
+
+
+# -- R-D5 -------------------------------------------------------------------------------
+
+
+def test_R_D5_only_genuinely_new_eligible_calls_run_then_a_follow_up():
+    """R-D5: after a success only calls started in that run, for registered tools, with
+    no result yet, run locally; the follow-up carries their results in call order and
+    no ``resume``."""
+    ran: list[tuple[str, Any]] = []
+    tools = {
+        "calc": lambda a: ran.append(("calc", a)) or {"sum": a["x"] + 1},
+        "lookup": lambda a: ran.append(("lookup", a)) or f"found {a['q']}",
+    }
+    old_call = AssistantMessage(
+        id="a-old",
+        tool_calls=(_call("old-call", "lookup", '{"q": 0}'),),
+    )
+    answered = {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": "r-answered",
+        "toolCallId": "c-answered",
+        "content": "server did it",
+    }
+    agent = ScriptedAgent(succeed()).then(
+        succeed(
+            *tool_call("c-remote", "remote_only", {"z": 1}),
+            *tool_call("c-answered", "lookup", {"q": 9}),
+            answered,
+            *tool_call("c-1", "calc", {"x": 1}),
+            *tool_call("c-2", "lookup", {"q": 2}),
+        )
+    )
+    driver = RecordingDriver(agent)
+    chat = driver.chat(
+        local_tools=tools, messages=[UserMessage(id="u0", content="earlier"), old_call]
+    )
+    chat.send("go")
+    driver.run_until_idle()
+    assert ran == [("calc", {"x": 1}), ("lookup", {"q": 2})]
+    assert len(driver.requests) == 2
+    follow = driver.requests[1]
+    assert follow.resume is None and "resume" not in follow.json
+    assert follow.thread_id == driver.requests[0].thread_id
+    tool_sent = [m for m in follow.json["messages"] if m["role"] == "tool"]
+    assert [m["toolCallId"] for m in tool_sent] == ["c-answered", "c-1", "c-2"]
+    assert json.loads(tool_sent[1]["content"]) == {"sum": 2}
+    assert tool_sent[2]["content"] == "found 2"
+    assert [m.tool_call_id for m in chat.messages if isinstance(m, ToolMessage)] == [
+        "c-answered",
+        "c-1",
+        "c-2",
+    ]
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+
+
+def _call(call_id: str, name: str, arguments: str):
+    from interlude.core.wire.messages import FunctionCall, ToolCall
+
+    return ToolCall(id=call_id, function=FunctionCall(name=name, arguments=arguments))
+
+
+def test_R_D5_tools_run_concurrently_and_results_keep_call_order():
+    """R-D5: all eligible calls start together; results finishing in reverse order are
+    still committed and sent in call order, and only once every tool is done."""
+    agent = ScriptedAgent(succeed()).then(
+        succeed(
+            *tool_call("c-1", "slow", {"n": 1}),
+            *tool_call("c-2", "fast", {"n": 2}),
+            *tool_call("c-3", "slow", {"n": 3}),
+        )
+    )
+    driver = RecordingDriver(agent, manual_tools=True)
+    chat = driver.chat(local_tools={"slow": lambda a: a, "fast": lambda a: a})
+    chat.send("go")
+    driver.run_until_idle()
+    runs = driver.tool_runs
+    assert [(c.tool_call_id, c.name, thaw(c.arguments)) for c in runs] == [
+        ("c-1", "slow", {"n": 1}),
+        ("c-2", "fast", {"n": 2}),
+        ("c-3", "slow", {"n": 3}),
+    ]
+    assert chat.is_loading and not chat.is_resuming
+    assert len(driver.requests) == 1
+
+    for c, value in ((runs[2], "third"), (runs[1], "second")):
+        chat.apply(i.ToolFinished(c.task, value=value))
+        driver.run_until_idle()
+        assert len(driver.requests) == 1  # waits for every tool
+        assert chat.is_loading
+    chat.apply(i.ToolFinished(runs[0].task, value="first"))
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    follow = driver.requests[1]
+    assert follow.resume is None
+    tool_sent = [m for m in follow.json["messages"] if m["role"] == "tool"]
+    assert [(m["toolCallId"], m["content"]) for m in tool_sent] == [
+        ("c-1", "first"),
+        ("c-2", "second"),
+        ("c-3", "third"),
+    ]
+    assert (chat.is_loading, chat.error) == (False, None)
+
+
+def test_R_D5_follow_up_waits_for_the_last_tool_step_by_step():
+    """R-D5: on the step driver each tool is one step; the follow-up is sent only after
+    the last one, and carries every result."""
+    agent = ScriptedAgent(succeed()).then(
+        succeed(*tool_call("c-1", "t", {"n": 1}), *tool_call("c-2", "t", {"n": 2}))
+    )
+    ran: list[int] = []
+    driver = RecordingDriver(agent)
+    chat = driver.chat(local_tools={"t": lambda a: ran.append(a["n"]) or f"r{a['n']}"})
+    chat.send("go")
+    step_until(driver, lambda: ran == [1])
+    assert chat.is_loading and len(driver.requests) == 1
+    assert driver.step()  # the second tool: results committed, the follow-up queued
+    assert ran == [1, 2]
+    assert len(driver.requests) == 1 and chat.is_loading
+    assert driver.step()  # the follow-up goes out
+    assert len(driver.requests) == 2
+    sent = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert [(m["toolCallId"], m["content"]) for m in sent] == [("c-1", "r1"), ("c-2", "r2")]
+
+
+def test_R_D5_failing_missing_and_malformed_tools_become_tool_messages():
+    """R-D5, R-J6: a tool that raises, a call to a tool this client lacks (named by
+    pendingToolCallIds) and malformed JSON arguments each yield a tool message that says
+    so; the good call still runs and the loop goes on with a follow-up."""
+    ran: list[Any] = []
+
+    def boom(args: Any) -> Any:
+        raise RuntimeError("kaput")
+
+    agent = ScriptedAgent(succeed()).then(
+        succeed(
+            *tool_call("c-boom", "boom", {}),
+            *tool_call("c-missing", "not_here", {"a": 1}),
+            *tool_call("c-bad", "calc", "{not json"),
+            *tool_call("c-ok", "calc", {"x": 2}),
+            outcome={
+                "type": "success",
+                "pendingToolCallIds": ["c-boom", "c-missing", "c-bad", "c-ok"],
+            },
+        )
+    )
+    driver = RecordingDriver(agent)
+    chat = driver.chat(local_tools={"boom": boom, "calc": lambda a: ran.append(a) or "ok"})
+    chat.send("go")
+    driver.run_until_idle()
+    assert ran == [{"x": 2}]
+    assert len(driver.requests) == 2
+    follow = driver.requests[1]
+    assert follow.resume is None
+    results = {m.tool_call_id: m for m in chat.messages if isinstance(m, ToolMessage)}
+    assert list(results) == ["c-boom", "c-missing", "c-bad", "c-ok"]
+    assert results["c-boom"].error and "kaput" in results["c-boom"].content
+    assert results["c-missing"].error and "not_here" in results["c-missing"].content
+    assert results["c-bad"].error and "json" in results["c-bad"].content.lower()
+    assert results["c-ok"].error is None and results["c-ok"].content == "ok"
+    sent = [m["toolCallId"] for m in follow.json["messages"] if m["role"] == "tool"]
+    assert sent == ["c-boom", "c-missing", "c-bad", "c-ok"]
+    assert (chat.is_loading, chat.error, chat.needs_new_thread) == (False, None, False)
+
+
+def test_R_D5_tool_loop_continues_inside_a_resumed_interaction():
+    """R-D5, R-C4: a resumed run that calls a new local tool runs it and follows up,
+    with is_resuming True throughout, until the follow-up settles."""
+    ran: list[Any] = []
+    driver, chat, batch = paused_chat(
+        succeed(*tool_call("c-new", "calc", {"x": 3})),
+        succeed(),
+        local_tools={"calc": lambda a: ran.append(a) or {"y": a["x"] * 2}},
+    )
+    chat.resume(batch.id, approve(batch))
+    step_until(driver, lambda: chat.core_state.tools is not None)
+    assert ran == []
+    assert (chat.is_loading, chat.is_resuming, chat.pending_interrupts) == (True, True, None)
+    step_until(driver, lambda: len(driver.requests) == 3)
+    assert ran == [{"x": 3}]
+    assert (chat.is_loading, chat.is_resuming) == (True, True)
+    follow = driver.requests[2]
+    assert follow.resume is None
+    assert [m["toolCallId"] for m in follow.json["messages"] if m["role"] == "tool"] == ["c-new"]
+    driver.run_until_idle()
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+    assert len(driver.requests) == 3
+
+
+# -- R-E: completions ----------------------------------------------------------------------
+
+
+def paused_completion(
+    *replies: Any, options: Options | None = None, ask: dict[str, Any] | None = None
+) -> tuple[RecordingDriver, Resource, Batch]:
+    """A completion whose input "input-A" was interrupted; ``replies`` answer the rest."""
+    agent = ScriptedAgent(answer_completion).then(pause(ask or ASK), *replies)
+    driver = RecordingDriver(agent)
+    comp = driver.completion(options)
+    comp.set_input("input-A")
+    driver.run_until_idle()
+    batch = comp.pending_interrupts
+    assert batch is not None
+    assert_paused(comp, batch)
+    assert user_texts(driver.requests[0]) == ["input-A"]
+    return driver, comp, batch
+
+
+def inputs_sent(driver: FakeDriver) -> list[str]:
+    return [user_texts(r)[0] for r in driver.requests]
+
+
+@pytest.mark.parametrize("phase", ["paused", "claimed", "resumed"])
+def test_R_E1_R_E2_A_B_C_resume_answers_A_then_only_C_runs(phase: str):
+    """R-E1, R-E2: input changes B then C while paused, claimed or in the resumed run send
+    nothing; the resume answers A; when the interaction succeeds only C runs, never B."""
+    driver, comp, batch = paused_completion(succeed(hold=True))
+    if phase != "paused":
+        comp.resume(batch.id, approve(batch))
+        assert driver.step()  # the resume request goes out, held
+    if phase == "resumed":
+        driver.release(1)
+        assert driver.step()
+        assert comp.pending_interrupts is None and comp.is_resuming
+    state_flags = (comp.is_loading, comp.is_resuming)
+
+    comp.set_input("input-B")
+    comp.set_input("input-C")
+    assert comp.input == "input-C"
+    assert (comp.is_loading, comp.is_resuming) == state_flags
+    if phase == "paused":
+        assert_paused(comp, batch)
+        driver.run_until_idle()
+        assert len(driver.requests) == 1
+        comp.resume(batch.id, approve(batch))
+        assert driver.step()
+    assert len(driver.requests) == 2
+    resume_req = driver.requests[1]
+    assert user_texts(resume_req) == ["input-A"]
+    assert resume_req.resume is not None
+    assert "input-B" not in resume_req.body and "input-C" not in resume_req.body
+
+    driver.release(100)
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A", "input-C"]
+    last = driver.requests[2]
+    assert last.resume is None and last.thread_id == resume_req.thread_id
+    assert comp.input == "input-C"
+    assert comp.output == "answer to input-C"
+    assert (comp.is_loading, comp.is_resuming, comp.error) == (False, False, None)
+
+
+def test_R_E2_input_back_to_the_answered_one_starts_nothing():
+    """R-E2: A to B (while paused) to A (while claimed): the interaction answers A and,
+    once it succeeds, nothing new starts."""
+    driver, comp, batch = paused_completion(succeed())
+    comp.set_input("input-B")
+    comp.resume(batch.id, approve(batch))
+    comp.set_input("input-A")
+    assert comp.input == "input-A"
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A"]
+    assert comp.output == f"done {driver.requests[1].run_id}"
+    assert (comp.is_loading, comp.is_resuming, comp.error) == (False, False, None)
+
+
+def test_R_E3_another_interrupt_keeps_C_deferred():
+    """R-E3, R-C5: a new interrupt in the resumed interaction keeps C deferred; C runs
+    only after that batch, too, is answered and the interaction succeeds."""
+    driver, comp, batch = paused_completion(pause({**ASK, "id": "again"}), succeed())
+    comp.set_input("input-C")
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    second = comp.pending_interrupts
+    assert second is not None and second.id != batch.id
+    assert_paused(comp, second)
+    assert inputs_sent(driver) == ["input-A", "input-A"]
+    assert comp.input == "input-C"
+
+    comp.resume(second.id, approve(second))
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A", "input-A", "input-C"]
+    assert driver.requests[2].resume == [
+        {"interruptId": "again", "status": "resolved", "payload": {"approved": True}}
+    ]
+    assert driver.requests[3].resume is None
+    assert comp.output == "answer to input-C"
+
+
+E4_ENDINGS = [
+    "run_error_before_ack",
+    "drop_after_ack",
+    "stop_claimed",
+    "stop_after_ack",
+    "expired_while_paused",
+    "expired_before_send",
+]
+
+
+@pytest.mark.parametrize("ending", E4_ENDINGS)
+def test_R_E4_failure_stop_or_expiry_keeps_C_until_the_next_thread(ending: str):
+    """R-E4, R-F4, R-F5, R-F3: failure, stop or expiry never sends C; C stays the current
+    input, and set_thread_id sends it once, unchanged, on the new thread, without resume."""
+    resumed = {  # the answer to the resume request, for the endings that send one
+        "run_error_before_ack": [lambda req: reply(run_error("down"))],
+        "drop_after_ack": [lambda req: drop(started(req))],
+        "stop_after_ack": [succeed(hold=True)],
+    }.get(ending, [])
+    ask = {**ASK, "expiresAt": at(30)}
+    driver, comp, batch = paused_completion(*resumed, ask=ask)
+    comp.set_input("input-B")
+    comp.set_input("input-C")
+    if ending == "expired_while_paused":
+        driver.advance(30)
+        rejected(comp, BatchExpiredError, lambda: comp.resume(batch.id, approve(batch)))
+    else:
+        comp.resume(batch.id, approve(batch))
+    if ending == "stop_claimed":
+        comp.stop()
+    elif ending == "stop_after_ack":
+        assert driver.step()
+        driver.release(1)
+        assert driver.step()
+        assert comp.pending_interrupts is None
+        comp.stop()
+    elif ending == "expired_before_send":
+        driver.advance(30)
+    driver.run_until_idle()
+    assert (comp.is_loading, comp.is_resuming) == (False, False)
+    assert comp.input == "input-C"
+    assert "input-C" not in inputs_sent(driver)
+    assert comp.needs_new_thread == (ending in ("drop_after_ack", "stop_after_ack"))
+    if ending in ("expired_while_paused", "expired_before_send"):
+        assert comp.pending_interrupts is batch and comp.is_expired
+    if ending == "expired_before_send":
+        assert isinstance(comp.error, BatchExpiredError)
+    sent = len(driver.requests)
+
+    comp.set_thread_id("thread-2")
+    assert comp.pending_interrupts is None and not comp.needs_new_thread
+    assert comp.is_loading  # C starts at once on the new thread
+    driver.run_until_idle()
+    assert len(driver.requests) == sent + 1
+    c_req = driver.requests[-1]
+    assert c_req.thread_id == "thread-2"
+    assert c_req.resume is None
+    assert user_texts(c_req) == ["input-C"]
+    assert comp.output == "answer to input-C"
+    assert (comp.is_loading, comp.error, comp.input) == (False, None, "input-C")
+
+    comp.set_thread_id("thread-2")
+    driver.run_until_idle()
+    assert inputs_sent(driver).count("input-C") == 1
+    assert "input-B" not in inputs_sent(driver)
+
+
+def test_R_E5_new_input_supersedes_a_run_in_progress_at_once():
+    """R-E5, R-E1: outside a pause a new input aborts the run in progress synchronously
+    and starts a new completion; the old stream's late events are ignored."""
+    agent = ScriptedAgent(answer_completion).then(succeed(hold=True))
+    driver = RecordingDriver(agent)
+    comp = driver.completion()
+    comp.set_input("input-A")
+    assert driver.step()
+    driver.release(3)
+    for _ in range(3):  # RUN_STARTED, TEXT_MESSAGE_START, TEXT_MESSAGE_CONTENT
+        assert driver.step()
+    old = driver.requests[0]
+    assert comp.output == f"done {old.run_id}"
+    assert comp.core_state.run is not None and comp.core_state.run.stream is not None
+
+    comp.set_input("input-B")
+    assert AbortAttempt(old.attempt) in driver.commands
+    assert (comp.input, comp.is_loading, comp.is_resuming) == ("input-B", True, False)
+    assert comp.output is None  # A's draft was dropped with its run
+    before = comp.core_state
+    for event in (*text("late", "late text"), finished(old)):
+        comp.apply(i.FrameReceived(old.attempt, json.dumps(event)))
+    comp.apply(i.StreamEnded(old.attempt))
+    assert comp.core_state == before
+
+    driver.release(100)
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-B"]
+    assert driver.requests[1].resume is None
+    assert comp.output == "answer to input-B"
+    assert (comp.is_loading, comp.error) == (False, None)
+
+    comp.set_input("input-B")  # unchanged input: nothing runs
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+
+
+@pytest.mark.parametrize("claimed", [False, True])
+def test_R_D3_completion_reload_rejected_while_pending_or_claimed(claimed: bool):
+    """R-D3, R-E1: a completion's reload is new input too: rejected while the batch is
+    pending or claimed, with nothing changed and nothing sent."""
+    driver, comp, batch = paused_completion(succeed())
+    if claimed:
+        comp.resume(batch.id, approve(batch))
+    rejected(comp, InterruptPendingError, comp.reload)
+    assert comp.pending_interrupts is batch
+    driver.run_until_idle()
+    assert inputs_sent(driver) == (["input-A", "input-A"] if claimed else ["input-A"])

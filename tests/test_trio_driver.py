@@ -1,0 +1,728 @@
+"""The async driver (``interlude.adapters.trio``) against an in-process scripted transport.
+
+Most tests run under trio with ``MockClock(autojump_threshold=0)``, so retry
+back-off and expiry take no real time. Tests with sync local tools use the real
+clock: while a worker thread works the loop is idle, and an autojumping mock
+clock would leap to the next deadline (the test's own ``fail_after``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from interlude.adapters.fake import (
+    FAKE_EPOCH,
+    Request,
+    finished,
+    interrupted,
+    started,
+    text,
+    tool_call,
+)
+from interlude.adapters.resource import Resource
+from interlude.adapters.trio import AsyncResource, ToolSignal, TrioDriver
+from interlude.core.errors import BatchExpiredError, TransportError
+from interlude.core.json import freeze
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.wire.codec import decode_run_input
+
+# -- a scripted, in-process transport ---------------------------------------------------
+
+
+@attrs.frozen
+class Sleep:
+    """Wait this long (on the loop's clock) before the next step."""
+
+    seconds: float
+
+
+@attrs.frozen
+class Fail:
+    """Raise this from the stream."""
+
+    error: Exception
+
+
+@attrs.frozen
+class Hang:
+    """Wait forever: only cancellation ends the stream."""
+
+
+@attrs.frozen
+class Stubborn:
+    """Ignore cancellation for ``seconds`` (shielded), then yield ``frames`` anyway."""
+
+    seconds: float
+    frames: tuple[Any, ...]
+
+
+Script = Callable[[Request], Sequence[Any]]
+
+
+class ScriptedTransport:
+    """Answers each request with the next script; keeps what it received and how it ended."""
+
+    def __init__(self, *scripts: Script) -> None:
+        self._scripts = deque(scripts)
+        self.requests: list[Request] = []
+        self.sent_at: list[float] = []
+        self.endings: list[tuple[str, float]] = []
+        """How each stream ended (``"end"`` or the exception's type name) and when."""
+
+    async def stream(self, body: bytes) -> AsyncIterator[str]:
+        raw = body.decode("utf-8")
+        run_input = decode_run_input(json.loads(raw))
+        request = Request(attempt=len(self.requests) + 1, run_input=run_input, body=raw)
+        self.requests.append(request)
+        self.sent_at.append(anyio.current_time())
+        if not self._scripts:
+            raise AssertionError(f"no script for request {len(self.requests)}")
+        steps = _flatten(self._scripts.popleft()(request))
+        try:
+            for step in steps:
+                if isinstance(step, Sleep):
+                    await anyio.sleep(step.seconds)
+                elif isinstance(step, Fail):
+                    raise step.error
+                elif isinstance(step, Hang):
+                    await anyio.sleep_forever()
+                elif isinstance(step, Stubborn):
+                    with anyio.CancelScope(shield=True):
+                        await anyio.sleep(step.seconds)
+                    for frame in step.frames:
+                        yield _data(frame)
+                else:
+                    yield _data(step)
+        except BaseException as exc:
+            self.endings.append((type(exc).__name__, anyio.current_time()))
+            raise
+        self.endings.append(("end", anyio.current_time()))
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.json for r in self.requests]
+
+
+def _flatten(steps: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for s in steps:
+        out.extend(s) if isinstance(s, list) else out.append(s)
+    return out
+
+
+def _data(frame: Any) -> str:
+    return frame if isinstance(frame, str) else json.dumps(frame)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def run_mock(main: Callable[[], Awaitable[None]]) -> None:
+    """Run under trio on a mock clock that jumps whenever every task sleeps."""
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def until(ready: Callable[[], bool], timeout: float = 5) -> None:
+    with anyio.fail_after(timeout):
+        while not ready():
+            await anyio.sleep(0.001)
+
+
+def contents(r: Resource) -> list[Any]:
+    return [getattr(m, "content", None) for m in r.messages]
+
+
+def last_text(r: Resource) -> Any:
+    return contents(r)[-1] if len(r.messages) else None
+
+
+PURCHASE = {
+    "id": "purchase",
+    "reason": "input_required",
+    "message": "Approve this purchase?",
+    "responseSchema": {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}},
+        "required": ["approved"],
+        "additionalProperties": False,
+    },
+}
+SHIPPING = {
+    "id": "shipping-address",
+    "reason": "input_required",
+    "message": "Where should it go?",
+    "responseSchema": {
+        "type": "object",
+        "properties": {"addressId": {"type": "string"}},
+        "required": ["addressId"],
+    },
+}
+ENTRIES = [
+    {"interrupt_id": "purchase", "status": "resolved", "payload": {"approved": True}},
+    {"interrupt_id": "shipping-address", "status": "resolved", "payload": {"addressId": "a-123"}},
+]
+WIRE_ENTRIES = [
+    {"interruptId": "purchase", "status": "resolved", "payload": {"approved": True}},
+    {"interruptId": "shipping-address", "status": "resolved", "payload": {"addressId": "a-123"}},
+]
+
+
+def ask_both(req: Request) -> list[Any]:
+    return [started(req), text("m1", "Two questions first."), interrupted(req, PURCHASE, SHIPPING)]
+
+
+def place_order(req: Request) -> list[Any]:
+    return [started(req), Sleep(0.01), text("m2", "Order placed."), finished(req)]
+
+
+# -- a plain run ---------------------------------------------------------------------------
+
+
+def test_a_plain_run_streams_text_as_it_arrives() -> None:
+    """R-J2, R-C4: deltas show up as they arrive; RUN_FINISHED commits and settles."""
+
+    def script(req: Request) -> list[Any]:
+        return [
+            started(req),
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hel"},
+            Sleep(1),
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lo"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+            finished(req),
+        ]
+
+    async def main() -> None:
+        transport = ScriptedTransport(script)
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+                seen: list[Any] = []
+                chat.subscribe(lambda r: seen.append(last_text(r)))
+                chat.send("hello")
+                assert chat.is_loading
+                await chat.wait_idle()
+                assert last_text(chat) == "Hello"
+                assert "Hel" in seen and seen.index("Hel") < seen.index("Hello")
+                assert chat.error is None and not chat.is_resuming
+                assert transport.bodies[0]["messages"][0]["content"] == "hello"
+                assert [how for how, _ in transport.endings] == ["end"]
+                assert transport.endings[0][1] == pytest.approx(1.0)
+
+    run_mock(main)
+
+
+# -- interrupt and resume --------------------------------------------------------------
+
+
+async def interrupt_and_resume() -> None:
+    """The seed's purchase-approval and shipping-address batch, start to finish."""
+    transport = ScriptedTransport(ask_both, place_order)
+    with anyio.fail_after(10):
+        async with TrioDriver(transport) as driver:
+            chat = driver.chat()
+            chat.send("buy the lamp")
+            batch = await chat.wait_for_batch()
+            # R-A1, R-C1: the checkpoint is committed with the batch, flags idle.
+            assert [i.id for i in batch.interrupts] == ["purchase", "shipping-address"]
+            assert last_text(chat) == "Two questions first."
+            assert not chat.is_loading and not chat.is_resuming
+
+            seen: list[tuple[bool, bool]] = []
+            chat.subscribe(lambda r: seen.append((r.pending_interrupts is batch, r.is_resuming)))
+            chat.resume(batch.id, ENTRIES)
+            # R-C2: claimed synchronously, the same batch still visible.
+            assert chat.is_loading and chat.is_resuming
+            assert chat.pending_interrupts is batch
+            await chat.wait_idle()
+
+            # R-C3, R-C4: the batch goes at the resume's RUN_STARTED; resuming until settled.
+            assert (False, True) in seen
+            assert seen[-1] == (False, False)
+            assert last_text(chat) == "Order placed."
+            assert chat.error is None and chat.pending_interrupts is None
+
+    first, second = transport.bodies
+    # R-B1, R-B6: same thread, new run, both entries in wire form; R-B5: no batch id.
+    assert "resume" not in first or first["resume"] is None
+    assert second["resume"] == WIRE_ENTRIES
+    assert second["threadId"] == first["threadId"] and second["runId"] != first["runId"]
+    assert all(batch.id not in r.body for r in transport.requests)
+    assert [m["content"] for m in second["messages"]] == ["buy the lamp", "Two questions first."]
+
+
+def test_purchase_and_shipping_batch_is_resumed_with_both_entries() -> None:
+    """R-A1, R-B1, R-B5, R-B6, R-C1, R-C2, R-C3, R-C4 under trio (mock clock)."""
+    run_mock(interrupt_and_resume)
+
+
+def test_purchase_and_shipping_batch_under_asyncio() -> None:
+    """R-A1, R-B1, R-B5, R-B6, R-C1..R-C4: the same driver runs under asyncio."""
+    anyio.run(interrupt_and_resume, backend="asyncio")
+
+
+def test_an_observer_resumes_the_moment_a_batch_appears() -> None:
+    """R-I2: an observer may call resume from inside the notification that shows the batch."""
+    transport = ScriptedTransport(ask_both, place_order)
+    resumed: list[str] = []
+
+    def answer(r: Resource) -> None:
+        batch = r.pending_interrupts
+        if batch is not None and not r.is_resuming and not resumed:
+            resumed.append(batch.id)
+            r.resume(batch.id, ENTRIES)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+                chat.subscribe(answer)
+                chat.send("buy the lamp")
+                await chat.wait_idle()
+                assert last_text(chat) == "Order placed."
+                assert chat.error is None and not chat.is_resuming
+
+    run_mock(main)
+    assert len(resumed) == 1
+    assert [b.get("resume") for b in transport.bodies] == [None, WIRE_ENTRIES]
+
+
+# -- retries and expiry -----------------------------------------------------------------------
+
+
+def test_a_dropped_connection_before_run_started_is_retried_after_the_back_off() -> None:
+    """R-F1, R-F2, R-B4: the same body byte for byte but the run id, after the delay.
+
+    The transport raises a plain ``ConnectionResetError``: the driver reports it
+    as a retryable ``TransportError``.
+    """
+    policy = RetryPolicy(base_delay=2.0, jitter=0.2)
+
+    def drop(req: Request) -> list[Any]:
+        return [Fail(ConnectionResetError("peer reset"))]
+
+    transport = ScriptedTransport(ask_both, drop, place_order)
+
+    async def main() -> None:
+        with trio.fail_after(30):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(Options(retry=policy))
+                chat.send("buy the lamp")
+                batch = await chat.wait_for_batch()
+                entries = [dict(e) for e in ENTRIES]
+                chat.resume(batch.id, entries)
+                # Changes after the claim reach nothing that is retried (R-F2, R-B4).
+                entries[0]["payload"] = {"approved": False}
+                chat.configure(Options(retry=policy, forwarded_props=freeze({"changed": True})))
+                await chat.wait_idle()
+                assert last_text(chat) == "Order placed."
+                assert chat.error is None
+
+    run_mock(main)
+    _, dropped, retried = transport.requests
+    assert transport.endings[1][0] == "ConnectionResetError"
+    wait = transport.sent_at[2] - transport.sent_at[1]
+    assert 2.0 * 0.8 <= wait <= 2.0 * 1.2
+    assert retried.run_id != dropped.run_id
+    assert retried.body == dropped.body.replace(dropped.run_id, retried.run_id)
+    assert retried.json["resume"] == WIRE_ENTRIES
+
+
+def test_expiry_reached_while_waiting_for_a_retry_sends_nothing() -> None:
+    """R-F3, R-G1, R-G3, R-G4: expiry found before the retry's send: nothing goes out.
+
+    The clock is injected (the fake epoch plus the mock clock), so ``expiresAt``
+    is a fixed date.
+    """
+    policy = RetryPolicy(base_delay=10.0, jitter=0.0)
+    expiring = {**PURCHASE, "expiresAt": "2027-01-01T00:00:05Z"}  # FAKE_EPOCH + 5 s
+
+    def ask(req: Request) -> list[Any]:
+        return [started(req), interrupted(req, expiring, SHIPPING)]
+
+    def drop(req: Request) -> list[Any]:
+        return [Fail(TransportError("the connection dropped", retryable=True))]
+
+    transport = ScriptedTransport(ask, drop)
+    expired_seen_at: list[float] = []
+
+    async def main() -> None:
+        with trio.fail_after(60):
+            async with TrioDriver(transport, clock=lambda: FAKE_EPOCH + trio.current_time()) as d:
+                chat = d.chat(Options(retry=policy))
+                chat.subscribe(
+                    lambda r: expired_seen_at.append(trio.current_time()) if r.is_expired else None
+                )
+                chat.send("buy the lamp")
+                batch = await chat.wait_for_batch()
+                chat.resume(batch.id, ENTRIES)
+                await chat.wait_idle(timeout=60)
+                assert isinstance(chat.error, BatchExpiredError)
+                assert chat.pending_interrupts is batch  # the same batch stays visible
+                assert not chat.is_resuming and chat.is_expired
+                assert trio.current_time() == pytest.approx(10.0)
+
+    run_mock(main)
+    assert len(transport.requests) == 2  # the retry was never sent
+    assert expired_seen_at[0] == pytest.approx(5.0)  # the expiry timer told observers (R-G3)
+
+
+def test_expiry_found_just_before_the_send_sends_nothing() -> None:
+    """R-F3: the clock passes the expiry between the claim and the send: nothing goes out.
+
+    ``SendStarting`` answers ``AbortAttempt`` for the attempt; the driver obeys.
+    """
+    now = [FAKE_EPOCH]
+    expiring = {**PURCHASE, "expiresAt": "2027-01-01T00:00:05Z"}  # FAKE_EPOCH + 5 s
+
+    def ask(req: Request) -> list[Any]:
+        return [started(req), interrupted(req, expiring, SHIPPING)]
+
+    transport = ScriptedTransport(ask)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport, clock=lambda: now[0]) as driver:
+                chat = driver.chat()
+                chat.send("buy the lamp")
+                batch = await chat.wait_for_batch()
+                chat.resume(batch.id, ENTRIES)  # not expired yet: claimed
+                assert chat.is_resuming
+                now[0] += 10  # ... but it is by the time the request would go out
+                await chat.wait_idle()
+                assert isinstance(chat.error, BatchExpiredError)
+                assert chat.pending_interrupts is batch and not chat.is_resuming
+
+    run_mock(main)
+    assert len(transport.requests) == 1
+
+
+def test_a_non_retryable_transport_error_surfaces_in_error() -> None:
+    """R-F1, R-F7: an HTTP 400 is not retried; it is the resource's error, not an exception."""
+
+    def refuse(req: Request) -> list[Any]:
+        return [Fail(TransportError.from_status(400, "bad request"))]
+
+    transport = ScriptedTransport(refuse)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+                chat.send("hello")
+                await chat.wait_idle()
+                assert isinstance(chat.error, TransportError) and chat.error.status == 400
+
+    run_mock(main)
+    assert len(transport.requests) == 1
+
+
+# -- stop, thread changes, shutdown ----------------------------------------------------------
+
+
+async def stop_during_a_stream() -> None:
+    def script(req: Request) -> list[Any]:
+        return [
+            started(req),
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "partial"},
+            Hang(),
+        ]
+
+    transport = ScriptedTransport(script)
+    with anyio.fail_after(10):
+        async with TrioDriver(transport) as driver:
+            chat = driver.chat()
+            chat.send("hello")
+            while last_text(chat) != "partial":
+                await chat.next_change()
+            stopped_at = anyio.current_time()
+            chat.stop()
+            assert not chat.is_loading
+            await until(lambda: bool(transport.endings))
+            (how, when) = transport.endings[0]
+            assert how in {"Cancelled", "CancelledError", "GeneratorExit"}
+            assert when - stopped_at < 0.05  # exactly 0 on the mock clock
+            assert contents(chat) == ["hello"]
+
+
+def test_stop_during_a_stream_closes_the_transport_at_once() -> None:
+    """Stop, R-F6: the transport's stream is cancelled at once; the draft is dropped."""
+    run_mock(stop_during_a_stream)
+
+
+def test_stop_during_a_stream_under_asyncio() -> None:
+    """Stop, R-F6: the same under asyncio."""
+    anyio.run(stop_during_a_stream, backend="asyncio")
+
+
+def test_stop_before_the_request_goes_out_sends_nothing() -> None:
+    """Stop: an attempt aborted before its task starts never reaches the transport."""
+    transport = ScriptedTransport()  # no script: any request would be a failure
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+                chat.send("hello")
+                chat.stop()
+                await trio.sleep(1)
+                assert not chat.is_loading and chat.error is None
+
+    run_mock(main)
+    assert transport.requests == []
+
+
+def test_a_thread_change_closes_the_stream_and_late_frames_are_ignored() -> None:
+    """R-H1, R-H3: the old stream is closed; frames it sends late never land; nothing is sent."""
+
+    def script(req: Request) -> list[Any]:
+        late = [
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": " late"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+            finished(req),
+        ]
+        return [
+            started(req),
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "old"},
+            Stubborn(1.0, tuple(late)),
+        ]
+
+    transport = ScriptedTransport(script)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(thread_id="thread-1")
+                chat.send("hello")
+                while last_text(chat) != "old":
+                    await chat.next_change()
+                chat.set_thread_id("thread-2")
+                changes: list[object] = []
+                chat.subscribe(changes.append)
+                await until(lambda: bool(transport.endings))
+                assert transport.endings[0][0] == "GeneratorExit"  # closed at its late yield
+                assert changes == []
+                assert chat.thread_id == "thread-2" and chat.error is None
+                assert not chat.is_loading
+                assert contents(chat) == ["hello"]
+
+    run_mock(main)
+    assert len(transport.requests) == 1
+
+
+def test_leaving_the_driver_cancels_a_hanging_stream_and_hanging_tools() -> None:
+    """Structured concurrency: leaving ``async with`` ends every task, threads are told."""
+
+    def by_prompt(req: Request) -> list[Any]:  # the two requests may go out in either order
+        if req.json["messages"][0]["content"] == "hang":
+            return [started(req), Hang()]
+        calls = [tool_call("c1", "block", {}), tool_call("c2", "sleep", {})]
+        return [started(req), *calls, finished(req)]
+
+    transport = ScriptedTransport(by_prompt, by_prompt)
+    thread_done = threading.Event()
+    block_started = threading.Event()
+    seen: dict[str, bool] = {}
+
+    def block(args: Any, signal: ToolSignal) -> str:
+        block_started.set()
+        seen["block"] = signal.wait_blocking(5)
+        thread_done.set()
+        return "unblocked"
+
+    async def sleep(args: Any, signal: ToolSignal) -> str:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            seen["sleep"] = signal.cancelled
+        return "never"
+
+    async def main() -> None:
+        with trio.fail_after(5):
+            async with TrioDriver(transport) as driver:
+                streaming = driver.chat()
+                working = driver.chat(local_tools={"block": block, "sleep": sleep})
+                streaming.send("hang")
+                working.send("use tools")
+                await until(lambda: block_started.is_set() and len(transport.requests) == 2)
+                assert streaming.is_loading and working.is_loading
+            assert trio.lowlevel.current_task().child_nurseries == []
+            assert not driver.running
+            assert await trio.to_thread.run_sync(thread_done.wait, 5)
+            assert seen == {"block": True, "sleep": True}
+            assert sorted(e[0] for e in transport.endings) == ["Cancelled", "end"]
+            # The resources are frozen with the driver: input is refused, nothing changes.
+            before = working.core_state
+            with pytest.raises(RuntimeError, match="not running"):
+                working.stop()
+            assert working.core_state is before
+
+    trio.run(main)
+
+
+# -- local tools ------------------------------------------------------------------------------
+
+
+def test_sync_and_async_tools_run_concurrently_results_in_call_order() -> None:
+    """R-D5: local tools run concurrently; the follow-up carries results in call order.
+
+    Each tool waits for the other to have started, so run one after the other
+    they would both time out. The first call finishes last.
+    """
+    sync_started = threading.Event()
+    async_started = threading.Event()
+    async_finished = threading.Event()
+
+    def weigh(args: Any) -> Any:  # sync: runs in a worker thread
+        sync_started.set()
+        if not (async_started.wait(2) and async_finished.wait(2)):
+            raise TimeoutError("price never ran alongside weigh")
+        return {"item": args["item"], "kg": 3}
+
+    async def price(args: Any) -> str:
+        async_started.set()
+        with anyio.fail_after(2):
+            while not sync_started.is_set():
+                await anyio.sleep(0.001)
+        async_finished.set()
+        return f"12 EUR for the {args['item']}"
+
+    def call_tools(req: Request) -> list[Any]:
+        return [
+            started(req),
+            tool_call("c1", "weigh", {"item": "lamp"}),
+            tool_call("c2", "price", {"item": "lamp"}),
+            finished(req),
+        ]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m2", "3 kg, 12 EUR."), finished(req)]
+
+    transport = ScriptedTransport(call_tools, answer)
+
+    async def main() -> None:
+        with trio.fail_after(5):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(local_tools={"weigh": weigh, "price": price})
+                chat.send("what does the lamp cost to ship?")
+                await chat.wait_idle(timeout=5)
+                assert last_text(chat) == "3 kg, 12 EUR."
+                assert chat.error is None
+
+    trio.run(main)
+    follow_up = transport.bodies[1]
+    assert follow_up.get("resume") is None
+    results = [m for m in follow_up["messages"] if m["role"] == "tool"]
+    assert [m["toolCallId"] for m in results] == ["c1", "c2"]
+    assert json.loads(results[0]["content"]) == {"item": "lamp", "kg": 3}
+    assert results[1]["content"] == "12 EUR for the lamp"
+
+
+def test_a_failing_tool_becomes_a_tool_message() -> None:
+    """R-D5: a tool that raises produces a tool message naming the error; the loop goes on."""
+
+    async def broken(args: Any) -> str:
+        raise ValueError("no such item")
+
+    def call_tool(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "broken", {}), finished(req)]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m2", "Sorry."), finished(req)]
+
+    transport = ScriptedTransport(call_tool, answer)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(local_tools={"broken": broken})
+                chat.send("go")
+                await chat.wait_idle()
+                assert last_text(chat) == "Sorry."
+
+    run_mock(main)
+    (result,) = [m for m in transport.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "ValueError: no such item" in result["content"]
+
+
+def test_stop_cancels_running_tools_and_sets_their_signal() -> None:
+    """Stop (CancelTool): both tools learn of it through their signal; nothing is sent after."""
+    entered = threading.Event()
+    seen: dict[str, bool] = {}
+
+    def block(args: Any, signal: ToolSignal) -> str:
+        entered.set()
+        seen["block"] = signal.wait_blocking(5)
+        return "late result"
+
+    async def watch(args: Any, signal: ToolSignal) -> str:
+        await signal.wait()
+        seen["watch"] = signal.cancelled
+        await anyio.sleep_forever()
+        return "never"
+
+    def call_tools(req: Request) -> list[Any]:
+        return [
+            started(req),
+            tool_call("c1", "block", {}),
+            tool_call("c2", "watch", {}),
+            finished(req),
+        ]
+
+    transport = ScriptedTransport(call_tools)
+
+    async def main() -> None:
+        with trio.fail_after(5):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(local_tools={"block": block, "watch": watch})
+                chat.send("go")
+                await until(entered.is_set)
+                assert chat.is_loading
+                chat.stop()
+                assert not chat.is_loading
+                await until(lambda: len(seen) == 2)
+                assert seen == {"block": True, "watch": True}
+                await anyio.sleep(0.05)  # the abandoned thread's result lands nowhere
+                # Each call without a parent message has its own assistant message.
+                assert [m.role for m in chat.messages] == ["user", "assistant", "assistant"]
+                assert chat.error is None
+
+    trio.run(main)
+    assert len(transport.requests) == 1
+
+
+# -- waits ------------------------------------------------------------------------------------
+
+
+def test_waits_time_out_with_a_clear_message() -> None:
+    """Every wait has a timeout and says what did not happen."""
+
+    def hang(req: Request) -> list[Any]:
+        return [started(req), Hang()]
+
+    async def main() -> None:
+        with trio.fail_after(100):
+            async with TrioDriver(ScriptedTransport(hang)) as driver:
+                chat: AsyncResource = driver.chat()
+                chat.send("hello")
+                with pytest.raises(TimeoutError, match="did not become idle within 3 s"):
+                    await chat.wait_idle(timeout=3)
+                with pytest.raises(TimeoutError, match="did not publish a batch"):
+                    await chat.wait_for_batch(timeout=3)
+                with pytest.raises(TimeoutError, match="did not change"):
+                    await chat.next_change(timeout=3)
+                assert trio.current_time() == pytest.approx(9.0)
+
+    run_mock(main)

@@ -1,0 +1,889 @@
+"""The AG-UI 1.0 wire codec: interoperability with the reference SDK, strictness,
+R-A3/R-A4/R-A6 for interrupts, R-J1 tolerance, and hostile input."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import ag_ui.core as agui
+import attrs
+import pytest
+from ag_ui.encoder import EventEncoder
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interlude.core.json import FrozenDict, freeze_parsed, thaw
+from interlude.core.rfc3339 import parse_rfc3339
+from interlude.core.wire import (
+    ABSENT,
+    EVENT_TYPES,
+    MAX_DEPTH,
+    AssistantMessage,
+    CancelledOutcome,
+    Context,
+    Interrupt,
+    InterruptOutcome,
+    MessagesSnapshot,
+    ResumeEntry,
+    RunAgentInput,
+    RunFinished,
+    StateDelta,
+    SuccessOutcome,
+    TextMessageContent,
+    Tool,
+    ToolCall,
+    UnknownEvent,
+    UnknownMessage,
+    UnknownOutcome,
+    UserMessage,
+    WireError,
+    decode_event,
+    decode_frame,
+    decode_message,
+    decode_run_input,
+    dumps,
+    encode_event,
+    encode_message,
+    encode_run_input,
+)
+
+
+def fz(value: Any) -> Any:
+    """``freeze_parsed``, typed loosely for tests."""
+    return freeze_parsed(value)
+
+
+# -- the reference SDK produces every event type; we read each one ---------------------
+
+META = {"trace": "abc", "n": [1, 2, {"deep": None}]}
+
+
+def _messages() -> list[Any]:
+    return [
+        agui.DeveloperMessage(id="d1", content="be brief", name="ops"),
+        agui.SystemMessage(id="s1", content="", encrypted_value="enc", metadata=META),
+        agui.UserMessage(id="u1", content="hello", subagent_run_id="sub-1"),
+        agui.UserMessage(
+            id="u2",
+            content=[
+                agui.TextPart(text="look"),
+                agui.ImagePart(source=agui.UrlSource(value="https://x/y.png")),
+            ],
+        ),
+        agui.AssistantMessage(
+            id="a1",
+            content="calling",
+            tool_calls=[
+                agui.ToolCall(
+                    id="c1",
+                    function=agui.FunctionCall(name="weather", arguments='{"city":"Paris"}'),
+                    encrypted_value="tc-enc",
+                    metadata={"k": 1},
+                )
+            ],
+        ),
+        agui.AssistantMessage(id="a2"),
+        agui.ToolMessage(id="t1", content="sunny", tool_call_id="c1", error="partial"),
+        agui.ActivityMessage(id="ac1", activity_type="plan", content={"steps": [1, 2]}),
+        agui.ReasoningMessage(id="r1", content="thinking", encrypted_value="x"),
+    ]
+
+
+def reference_events() -> list[Any]:
+    """One instance of each of the 31 event types, most optional fields set."""
+    common: dict[str, Any] = {"timestamp": 1_700_000_000_000, "raw_event": {"p": [1]}}
+    sub: dict[str, Any] = {"subagent_run_id": "sub-1", "metadata": META}
+    interrupt = agui.Interrupt(
+        id="i1",
+        reason="tool_approval",
+        message="",
+        tool_call_id="c1",
+        response_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        expires_at="2030-01-01T00:00:00Z",
+        metadata={"risk": "high"},
+        subagent_run_id="sub-1",
+    )
+    run_input = agui.RunAgentInput(
+        thread_id="t",
+        run_id="r",
+        protocol_version="1.0",
+        state={"a": 1},
+        messages=_messages()[:3],
+        tools=[agui.Tool(name="weather", description="", parameters={"type": "object"})],
+        context=[agui.Context(description="tz", value="UTC")],
+        forwarded_props={"x": True},
+        resume=[agui.ResumeEntry(interrupt_id="i0", status="resolved", payload={"ok": 1})],
+    )
+    patch: list[Any] = [{"op": "add", "path": "/a", "value": 1}, {"op": "remove", "path": "/b"}]
+    return [
+        agui.TextMessageStartEvent(message_id="m1", role="assistant", name="bot", **common, **sub),
+        agui.TextMessageContentEvent(message_id="m1", delta="", **common, **sub),
+        agui.TextMessageEndEvent(message_id="m1", **sub),
+        agui.TextMessageChunkEvent(message_id="m2", role="user", delta="hi", name="n", **sub),
+        agui.ToolCallStartEvent(tool_call_id="c1", tool_call_name="w", parent_message_id="m1"),
+        agui.ToolCallArgsEvent(tool_call_id="c1", delta='{"a":', **sub),
+        agui.ToolCallEndEvent(tool_call_id="c1"),
+        agui.ToolCallChunkEvent(
+            tool_call_id="c2", tool_call_name="w", parent_message_id="m1", delta="{}"
+        ),
+        agui.ToolCallResultEvent(message_id="t1", tool_call_id="c1", content="ok", role="tool"),
+        agui.ToolCallResultEvent(
+            message_id="t2", tool_call_id="c1", content=[agui.TextPart(text="x")]
+        ),
+        agui.StateSnapshotEvent(snapshot={"a": [1, {"b": None}]}, **sub),
+        agui.StateSnapshotEvent(snapshot=None),
+        agui.StateDeltaEvent(delta=patch, **common),
+        agui.MessagesSnapshotEvent(messages=_messages(), metadata=META),
+        agui.ActivitySnapshotEvent(
+            message_id="ac1", activity_type="plan", content={"s": 1}, replace=False
+        ),
+        agui.ActivityDeltaEvent(message_id="ac1", activity_type="plan", patch=patch),
+        agui.RawEvent(event={"anything": [1, 2]}, source="openai", **sub),
+        agui.CustomEvent(name="ping", value=None, **sub),
+        agui.RunStartedEvent(
+            thread_id="t", run_id="r", parent_run_id="p", protocol_version="1.0", input=run_input
+        ),
+        agui.RunFinishedEvent(thread_id="t", run_id="r", result={"answer": 42}),
+        agui.RunFinishedEvent(
+            thread_id="t",
+            run_id="r",
+            outcome=agui.RunFinishedSuccessOutcome(pending_tool_call_ids=["c1", "c2"]),
+            usage=[agui.TokenUsage(provider="p", input_tokens=3, output_tokens=4)],
+        ),
+        agui.RunFinishedEvent(
+            thread_id="t",
+            run_id="r",
+            outcome=agui.RunFinishedInterruptOutcome(
+                interrupts=[interrupt, agui.Interrupt(id="i2", reason="")]
+            ),
+        ),
+        agui.RunFinishedEvent(
+            thread_id="t", run_id="r", outcome=agui.RunFinishedCancelledOutcome()
+        ),
+        agui.RunErrorEvent(message="boom", code="E1", **common),
+        agui.StepStartedEvent(step_name="plan", **sub),
+        agui.StepFinishedEvent(step_name="plan"),
+        agui.ReasoningStartEvent(message_id="r1", **sub),
+        agui.ReasoningMessageStartEvent(message_id="r1"),
+        agui.ReasoningMessageContentEvent(message_id="r1", delta="hmm"),
+        agui.ReasoningMessageEndEvent(message_id="r1"),
+        agui.ReasoningMessageChunkEvent(message_id="r1", delta="more"),
+        agui.ReasoningEndEvent(message_id="r1"),
+        agui.ReasoningEncryptedValueEvent(
+            subtype="tool-call", entity_id="c1", encrypted_value="opaque", **sub
+        ),
+        agui.SubagentStartedEvent(
+            subagent_run_id="sub-1",
+            name="researcher",
+            description="finds",
+            parent_subagent_run_id="sub-0",
+            parent_tool_call_id="c1",
+            parent_message_id="m1",
+        ),
+        agui.SubagentFinishedEvent(
+            subagent_run_id="sub-1",
+            result=[1, 2],
+            outcome=agui.SubagentFinishedSuspendedOutcome(interrupt_ids=["i1"]),
+        ),
+        agui.SubagentErrorEvent(subagent_run_id="sub-1", message="failed", code="X"),
+    ]
+
+
+def sse_data(event: Any) -> str:
+    """The JSON text the reference encoder puts in an SSE frame."""
+    frame = EventEncoder().encode(event)
+    assert frame.startswith("data: ") and frame.endswith("\n\n")
+    return frame[len("data: ") : -2]
+
+
+def test_every_ag_ui_event_type_has_a_class() -> None:
+    """R-J1: all 31 AG-UI 1.0 event types are read."""
+    ours = {c.TYPE for c in EVENT_TYPES}
+    assert ours == {t.value for t in agui.EventType}
+    assert len(ours) == 31
+    produced = {e.type.value for e in reference_events()}
+    assert produced == ours
+
+
+@pytest.mark.parametrize("event", reference_events(), ids=lambda e: e.type.value)
+def test_reference_events_decode_and_round_trip(event: Any) -> None:
+    """R-J1 interoperability: what ag-ui-protocol writes, we read, and write back the same."""
+    data = sse_data(event)
+    decoded = decode_frame(data)
+    assert event.type.value == type(decoded).TYPE
+    # Every field the reference wrote comes back, with the same wire names and values.
+    assert json.loads(dumps(encode_event(decoded))) == json.loads(data)
+    # And the reference SDK accepts what we write.
+    back = type(event).model_validate(json.loads(dumps(encode_event(decoded))))
+    assert back == event
+
+
+def test_field_values_are_read_into_snake_case() -> None:
+    decoded = decode_frame(sse_data(reference_events()[0]))
+    assert decoded == decode_event(
+        {
+            "type": "TEXT_MESSAGE_START",
+            "messageId": "m1",
+            "role": "assistant",
+            "name": "bot",
+            "timestamp": 1_700_000_000_000,
+            "rawEvent": {"p": [1]},
+            "subagentRunId": "sub-1",
+            "metadata": META,
+        }
+    )
+    assert decoded.message_id == "m1"  # type: ignore[union-attr]
+    assert decoded.subagent_run_id == "sub-1"  # type: ignore[union-attr]
+    assert decoded.raw_event == {"p": (1,)}  # type: ignore[union-attr]
+
+
+def test_run_finished_interrupt_outcome_reads_every_field() -> None:
+    """R-A3: every interrupt field is kept; absent stays None; "" is kept."""
+    event = next(
+        e
+        for e in reference_events()
+        if isinstance(e, agui.RunFinishedEvent)
+        and isinstance(e.outcome, agui.RunFinishedInterruptOutcome)
+    )
+    decoded = decode_frame(sse_data(event))
+    assert isinstance(decoded, RunFinished)
+    assert isinstance(decoded.outcome, InterruptOutcome)
+    first, second = decoded.outcome.interrupts
+    assert first.id == "i1" and first.reason == "tool_approval"
+    assert first.message == ""
+    assert first.tool_call_id == "c1"
+    assert first.response_schema == {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+    }
+    assert first.expires_at == "2030-01-01T00:00:00Z"
+    assert first.expires_at_epoch == 1893456000.0
+    assert first.metadata == {"risk": "high"}
+    assert first.subagent_run_id == "sub-1"
+    assert second == Interrupt(id="i2", reason="")
+    assert second.message is None and second.tool_call_id is None
+    assert second.response_schema is None and second.expires_at is None
+    assert second.metadata is None and second.subagent_run_id is None
+    assert second.expires_at_epoch is None
+
+
+def test_outcomes() -> None:
+    """R-J5, R-J6: success (with pending ids), cancelled, absent, unknown."""
+
+    def outcome(o: Any) -> Any:
+        e = decode_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": o})
+        assert isinstance(e, RunFinished)
+        return e.outcome
+
+    assert outcome({"type": "success"}) == SuccessOutcome()
+    assert outcome({"type": "success", "pendingToolCallIds": []}) == SuccessOutcome(
+        pending_tool_call_ids=()
+    )
+    assert outcome({"type": "success", "pendingToolCallIds": ["a", "b"]}) == SuccessOutcome(
+        pending_tool_call_ids=("a", "b")
+    )
+    assert outcome({"type": "cancelled"}) == CancelledOutcome()
+    assert outcome(None) is None
+    unknown = outcome({"type": "suspended", "why": [1]})
+    assert unknown == UnknownOutcome(type="suspended", raw=fz({"type": "suspended", "why": [1]}))
+    bare = decode_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    assert isinstance(bare, RunFinished) and bare.outcome is None
+    assert encode_event(bare) == {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    again = RunFinished(thread_id="t", run_id="r", outcome=unknown)
+    assert json.loads(dumps(encode_event(again)))["outcome"] == {"type": "suspended", "why": [1]}
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        {"type": "success", "pendingToolCallIds": "c1"},
+        {"type": "success", "pendingToolCallIds": [1]},
+    ],
+)
+def test_pending_tool_call_ids_must_be_strings(outcome: Any) -> None:
+    with pytest.raises(WireError, match="pendingToolCallIds"):
+        decode_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": outcome})
+
+
+# -- messages ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message", _messages(), ids=lambda m: f"{m.role}-{m.id}")
+def test_reference_messages_round_trip(message: Any) -> None:
+    data = message.model_dump_json(by_alias=True)
+    decoded = decode_message(json.loads(data))
+    assert decoded.role == message.role
+    assert json.loads(dumps(encode_message(decoded))) == json.loads(data)
+
+
+def test_message_fields() -> None:
+    m = decode_message(json.loads(_messages()[4].model_dump_json(by_alias=True)))
+    assert isinstance(m, AssistantMessage)
+    assert m.tool_calls is not None
+    (call,) = m.tool_calls
+    assert isinstance(call, ToolCall)
+    assert call.function.name == "weather"
+    assert call.function.arguments == '{"city":"Paris"}'
+    assert call.type == "function" and call.encrypted_value == "tc-enc"
+    assert call.metadata == {"k": 1}
+    user = decode_message({"role": "user", "id": "u", "content": [{"type": "text", "text": "x"}]})
+    assert isinstance(user, UserMessage)
+    assert isinstance(user.content, tuple) and isinstance(user.content[0], FrozenDict)
+
+
+def test_unknown_role_round_trips() -> None:
+    """R-J1: a message of a newer role is kept whole and sent back as it came."""
+    raw = {"role": "critic", "id": "x1", "score": [1, 2], "note": {"a": None}}
+    m = decode_message(raw)
+    assert m == UnknownMessage(role="critic", id="x1", raw=freeze_parsed(raw))  # type: ignore[arg-type]
+    assert json.loads(dumps(encode_message(m))) == raw
+    snap = decode_event({"type": "MESSAGES_SNAPSHOT", "messages": [raw]})
+    assert isinstance(snap, MessagesSnapshot) and snap.messages == (m,)
+
+
+@pytest.mark.parametrize(
+    ("messages", "where"),
+    [
+        ("nope", "messages"),
+        ([1], r"messages\[0\]"),
+        ([{"id": "a"}], r"messages\[0\]\.role"),
+        ([{"role": "user", "id": "a"}], "'content'"),
+        ([{"role": "user", "id": "a", "content": 5}], r"messages\[0\]\.content"),
+        ([{"role": "user", "id": "a", "content": ["x"]}], r"messages\[0\]\.content\[0\]"),
+        ([{"role": "assistant", "id": 1}], r"messages\[0\]\.id"),
+        ([{"role": "assistant", "id": "a", "toolCalls": [{"id": "c"}]}], "'function'"),
+        (
+            [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "function": {"name": 1}}]}],
+            r"toolCalls\[0\]\.function\.name",
+        ),
+        ([{"role": "activity", "id": "a", "activityType": "p", "content": []}], "content"),
+        ([{"role": "weird", "id": 3}], r"messages\[0\]\.id"),
+    ],
+)
+def test_messages_snapshot_must_hold_valid_messages(messages: Any, where: str) -> None:
+    with pytest.raises(WireError, match="MESSAGES_SNAPSHOT") as info:
+        decode_event({"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    assert info.match(where)
+
+
+# -- run input ----------------------------------------------------------------------------
+
+
+def test_run_input_encoding_is_understood_by_the_reference_sdk() -> None:
+    """R-B6: camelCase, state always present, resume entries in wire form."""
+    inp = RunAgentInput(
+        thread_id="t",
+        run_id="r",
+        state=freeze_parsed({"n": 1}),
+        messages=(UserMessage(id="u", content="hi"),),
+        tools=(
+            Tool(name="w", description="weather", parameters=freeze_parsed({"type": "object"})),
+        ),
+        context=(Context(description="tz", value="UTC"),),
+        forwarded_props=freeze_parsed({"f": [1]}),
+        resume=(
+            ResumeEntry(interrupt_id="a", status="resolved", payload={"approved": False}),  # type: ignore[arg-type]
+            ResumeEntry(interrupt_id="b", status="resolved", payload=None),
+            ResumeEntry(interrupt_id="c", status="resolved", payload=0),
+            ResumeEntry(interrupt_id="d", status="cancelled", metadata=freeze_parsed({"s": 1})),  # type: ignore[arg-type]
+        ),
+        parent_run_id="p",
+    )
+    wire = json.loads(dumps(encode_run_input(inp)))
+    assert wire == {
+        "threadId": "t",
+        "runId": "r",
+        "state": {"n": 1},
+        "messages": [{"role": "user", "id": "u", "content": "hi"}],
+        "tools": [{"name": "w", "description": "weather", "parameters": {"type": "object"}}],
+        "context": [{"description": "tz", "value": "UTC"}],
+        "forwardedProps": {"f": [1]},
+        "resume": [
+            {"interruptId": "a", "status": "resolved", "payload": {"approved": False}},
+            {"interruptId": "b", "status": "resolved", "payload": None},
+            {"interruptId": "c", "status": "resolved", "payload": 0},
+            {"interruptId": "d", "status": "cancelled", "metadata": {"s": 1}},
+        ],
+        "parentRunId": "p",
+        "protocolVersion": "1.0",
+    }
+    ref = agui.RunAgentInput.model_validate(wire)
+    assert ref.resume is not None and ref.resume[3].status == "cancelled"
+    assert decode_run_input(wire) == inp
+
+
+def test_run_input_minimal_and_absent_fields() -> None:
+    """R-B1: an absent payload is left out; None is sent as null; state is always sent."""
+    inp = RunAgentInput(
+        thread_id="t",
+        run_id="r",
+        resume=(ResumeEntry(interrupt_id="a", status="resolved"),),
+    )
+    wire = encode_run_input(inp)
+    assert wire["state"] is None
+    assert "forwardedProps" not in wire and "parentRunId" not in wire
+    assert wire["resume"] == [{"interruptId": "a", "status": "resolved"}]
+    assert wire["tools"] == [] and wire["context"] == []
+    assert decode_run_input(json.loads(dumps(wire))).resume == (
+        ResumeEntry(interrupt_id="a", status="resolved", payload=ABSENT),
+    )
+    assert "resume" not in encode_run_input(RunAgentInput(thread_id="t", run_id="r"))
+
+
+def test_run_input_from_the_reference_sdk() -> None:
+    ref = agui.RunAgentInput(thread_id="t", run_id="r", messages=_messages())
+    inp = decode_run_input(json.loads(ref.model_dump_json(by_alias=True)))
+    assert inp.tools == () and inp.context == () and inp.resume is None
+    assert inp.protocol_version is None  # absent stays absent
+    assert len(inp.messages) == len(_messages())
+
+
+@pytest.mark.parametrize(
+    ("patch", "where"),
+    [
+        ({"threadId": 1}, "threadId"),
+        ({"messages": {}}, "messages"),
+        ({"tools": [{"name": "x"}]}, "'description'"),
+        ({"resume": [{"interruptId": "a", "status": "maybe"}]}, r"resume\[0\]\.status"),
+        ({"resume": [{"interruptId": "a", "status": "resolved", "metadata": 1}]}, "metadata"),
+    ],
+)
+def test_bad_run_input(patch: dict[str, Any], where: str) -> None:
+    with pytest.raises(WireError, match=where):
+        decode_run_input({"threadId": "t", "runId": "r", "messages": [], **patch})
+
+
+# -- R-A6: malformed interrupt outcomes -----------------------------------------------------
+
+
+def finished(outcome: Any) -> dict[str, Any]:
+    return {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": outcome}
+
+
+def interrupts(*items: Any) -> dict[str, Any]:
+    return finished({"type": "interrupt", "interrupts": list(items)})
+
+
+OK = {"id": "i1", "reason": "approval"}
+
+R_A6_CASES = {
+    "missing list": (finished({"type": "interrupt"}), "missing required field 'interrupts'"),
+    "null list": (finished({"type": "interrupt", "interrupts": None}), "got null"),
+    "not a list": (finished({"type": "interrupt", "interrupts": {"id": "x"}}), "an object"),
+    "empty list": (interrupts(), "at least one interrupt"),
+    "duplicate ids": (interrupts(OK, {"id": "i2", "reason": ""}, OK), "duplicate interrupt id"),
+    "item not an object": (interrupts("i1"), r"interrupts\[0\]"),
+    "id missing": (interrupts({"reason": "r"}), "missing required field 'id'"),
+    "id not a string": (interrupts({"id": 7, "reason": "r"}), r"interrupts\[0\]\.id"),
+    "id null": (interrupts({"id": None, "reason": "r"}), r"interrupts\[0\]\.id"),
+    "reason missing": (interrupts({"id": "i"}), "missing required field 'reason'"),
+    "reason not a string": (interrupts({**OK, "reason": ["r"]}), r"\.reason"),
+    "message not a string": (interrupts({**OK, "message": 1}), r"\.message"),
+    "tool_call_id not a string": (interrupts({**OK, "toolCallId": True}), r"\.toolCallId"),
+    "subagent_run_id not a string": (interrupts({**OK, "subagentRunId": {}}), "subagentRunId"),
+    "response_schema not an object": (interrupts({**OK, "responseSchema": True}), "responseS"),
+    "response_schema an array": (interrupts({**OK, "responseSchema": []}), "responseSchema"),
+    "metadata not an object": (interrupts({**OK, "metadata": "m"}), r"\.metadata"),
+    "expires_at not a string": (interrupts({**OK, "expiresAt": 1893456000}), "expiresAt"),
+    "expires_at date only": (interrupts({**OK, "expiresAt": "2030-01-01"}), "date alone"),
+    "expires_at no zone": (interrupts({**OK, "expiresAt": "2030-01-01T00:00:00"}), "zone"),
+    "expires_at Feb 30": (interrupts({**OK, "expiresAt": "2026-02-30T00:00:00Z"}), "no day 30"),
+    "expires_at hour 25": (interrupts({**OK, "expiresAt": "2026-01-01T25:00:00Z"}), "25:00"),
+    "expires_at garbage": (interrupts({**OK, "expiresAt": "tomorrow"}), "RFC 3339"),
+    "second item bad": (interrupts(OK, {"id": "i2", "reason": 3}), r"interrupts\[1\]\.reason"),
+    "outcome not an object": (finished("interrupt"), "outcome"),
+    "outcome type missing": (finished({"interrupts": [OK]}), r"outcome\.type"),
+}
+
+
+@pytest.mark.parametrize("case", list(R_A6_CASES), ids=list(R_A6_CASES))
+def test_R_A6_malformed_interrupt_outcome_is_a_wire_error(case: str) -> None:
+    """R-A6: every malformed interrupt outcome is refused with a message saying where."""
+    obj, pattern = R_A6_CASES[case]
+    with pytest.raises(WireError, match="malformed RUN_FINISHED event") as info:
+        decode_event(obj)
+    assert info.match(pattern)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(WireError):
+        decode_frame(json.dumps(obj))
+
+
+def test_R_A6_well_formed_interrupts_with_offsets_and_fractions() -> None:
+    e = decode_event(
+        interrupts(
+            {**OK, "expiresAt": "2030-01-01T01:30:00.25+01:30"},
+            {"id": "i2", "reason": "", "expiresAt": "2030-01-01t00:00:00z"},
+        )
+    )
+    assert isinstance(e, RunFinished) and isinstance(e.outcome, InterruptOutcome)
+    assert [i.expires_at_epoch for i in e.outcome.interrupts] == [1893456000.25, 1893456000.0]
+
+
+def test_R_A3_absent_stays_absent_and_empty_strings_are_kept() -> None:
+    """R-A3: optional fields absent from the wire are None; "" is kept; null reads as absent."""
+    e = decode_event(interrupts({"id": "", "reason": "", "message": "", "toolCallId": ""}))
+    assert isinstance(e, RunFinished) and isinstance(e.outcome, InterruptOutcome)
+    (it,) = e.outcome.interrupts
+    assert (it.id, it.reason, it.message, it.tool_call_id) == ("", "", "", "")
+    assert it.response_schema is None and it.expires_at is None and it.metadata is None
+    assert it.subagent_run_id is None
+    wire = json.loads(dumps(encode_event(e)))
+    assert wire["outcome"]["interrupts"] == [
+        {"id": "", "reason": "", "message": "", "toolCallId": ""}
+    ]
+    nulls = decode_event(interrupts({**OK, "message": None, "metadata": None}))
+    assert isinstance(nulls, RunFinished) and isinstance(nulls.outcome, InterruptOutcome)
+    assert nulls.outcome.interrupts[0] == Interrupt(id="i1", reason="approval")
+
+
+def test_R_A4_schema_and_metadata_are_deeply_immutable() -> None:
+    """R-A4: frozen, thaw gives an equal plain copy, the source dict cannot reach them."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+    }
+    meta: dict[str, Any] = {"tags": ["a", {"b": 1}]}
+    source = interrupts({**OK, "responseSchema": schema, "metadata": meta})
+    e = decode_event(source)
+    assert isinstance(e, RunFinished) and isinstance(e.outcome, InterruptOutcome)
+    it = e.outcome.interrupts[0]
+    assert isinstance(it.response_schema, FrozenDict) and isinstance(it.metadata, FrozenDict)
+    props = it.response_schema["properties"]
+    assert isinstance(props, FrozenDict)
+    assert isinstance(it.response_schema["required"], tuple)
+    with pytest.raises(TypeError):
+        it.response_schema["type"] = "array"
+    with pytest.raises(TypeError):
+        props["ok"] = FrozenDict()
+    with pytest.raises(TypeError):
+        it.metadata.clear()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        it.reason = "x"  # type: ignore[misc]
+    plain = thaw(it.response_schema)
+    assert plain == schema and type(plain) is dict and type(plain["required"]) is list
+    assert thaw(it.metadata) == meta
+    plain["type"] = "changed"
+    schema["properties"]["ok"]["type"] = "string"
+    schema["required"].append("more")
+    meta["tags"][1]["b"] = 2
+    source["outcome"]["interrupts"].clear()
+    assert thaw(it.response_schema) == {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+    }
+    assert it.metadata == {"tags": ("a", {"b": 1})}
+    assert len(e.outcome.interrupts) == 1
+
+
+def test_interrupt_constructed_directly_checks_expires_at() -> None:
+    assert Interrupt(id="i", reason="", expires_at="1970-01-01T00:00:10Z").expires_at_epoch == 10
+    with pytest.raises(ValueError, match="no day 30"):
+        Interrupt(id="i", reason="", expires_at="2026-02-30T00:00:00Z")
+
+
+# -- R-J1: tolerance --------------------------------------------------------------------------
+
+
+def test_R_J1_unknown_event_types_are_kept() -> None:
+    raw = {"type": "FUTURE_THING", "x": [1, {"y": 2}]}
+    e = decode_event(raw)
+    assert isinstance(e, UnknownEvent) and e.type == "FUTURE_THING" and e.TYPE == "FUTURE_THING"
+    assert thaw(e.raw) == raw and isinstance(e.raw["x"], tuple)
+    assert json.loads(dumps(encode_event(e))) == raw
+
+
+def test_R_J1_unknown_fields_are_ignored() -> None:
+    e = decode_frame(
+        '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d",'
+        '"future":{"deep":[1,2]},"anotherField":null}'
+    )
+    assert e == TextMessageContent(message_id="m", delta="d")
+    i = decode_event(interrupts({**OK, "priority": 5}))
+    assert isinstance(i, RunFinished) and isinstance(i.outcome, InterruptOutcome)
+    assert i.outcome.interrupts == (Interrupt(id="i1", reason="approval"),)
+
+
+def test_optional_nulls_read_as_absent() -> None:
+    """The older Python SDK wrote null for every unset optional field."""
+    e = decode_event(
+        {
+            "type": "TEXT_MESSAGE_CONTENT",
+            "messageId": "m",
+            "delta": "d",
+            "timestamp": None,
+            "rawEvent": None,
+            "metadata": None,
+            "subagentRunId": None,
+        }
+    )
+    assert e == TextMessageContent(message_id="m", delta="d")
+
+
+# -- strictness and hostile input ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("obj", "pattern"),
+    [
+        ([1, 2], "must be a JSON object"),
+        ("TEXT_MESSAGE_CONTENT", "must be a JSON object"),
+        (None, "must be a JSON object"),
+        ({}, 'string "type"'),
+        ({"type": 5}, 'string "type"'),
+        ({"type": None}, 'string "type"'),
+        ({"type": ["RUN_STARTED"]}, 'string "type"'),
+        ({"type": "TEXT_MESSAGE_CONTENT", "delta": "x"}, "missing required field 'messageId'"),
+        ({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m"}, "missing required field 'delta'"),
+        ({"type": "TEXT_MESSAGE_CONTENT", "messageId": 1, "delta": "x"}, "at messageId"),
+        ({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": None}, "at delta: .*null"),
+        ({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": True}, "boolean"),
+        (
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "", "timestamp": True},
+            "at timestamp: expected a number",
+        ),
+        (
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "", "timestamp": "1"},
+            "at timestamp",
+        ),
+        ({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": 3}, "TOOL_CALL_ARGS.*delta"),
+        ({"type": "STATE_DELTA", "delta": {"op": "add"}}, "at delta: expected an array"),
+        ({"type": "STATE_DELTA", "delta": [1]}, r"at delta\[0\]: expected an object"),
+        ({"type": "STATE_DELTA"}, "missing required field 'delta'"),
+        ({"type": "STATE_SNAPSHOT"}, "missing required field 'snapshot'"),
+        ({"type": "CUSTOM", "name": "n"}, "missing required field 'value'"),
+        (
+            {"type": "ACTIVITY_SNAPSHOT", "messageId": "m", "activityType": "a", "content": 1},
+            "content",
+        ),
+        ({"type": "ACTIVITY_DELTA", "messageId": "m", "activityType": "a", "patch": [[]]}, "patch"),
+        (
+            {
+                "type": "ACTIVITY_SNAPSHOT",
+                "messageId": "m",
+                "activityType": "a",
+                "content": {},
+                "replace": 1,
+            },
+            "replace",
+        ),
+        (
+            {"type": "RUN_STARTED", "threadId": "t", "runId": "r", "input": {"threadId": "t"}},
+            r"input",
+        ),
+        ({"type": "RUN_ERROR", "message": "m", "usage": {}}, "usage"),
+        ({"type": "RUN_ERROR", "message": "m", "metadata": []}, "metadata"),
+        ({"type": "MESSAGES_SNAPSHOT"}, "missing required field 'messages'"),
+        (
+            {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": 1},
+            "content",
+        ),
+        ({"type": "SUBAGENT_STARTED", "name": "n"}, "subagentRunId"),
+    ],
+)
+def test_malformed_events_raise_wire_error(obj: Any, pattern: str) -> None:
+    with pytest.raises(WireError, match=pattern):
+        decode_event(obj)
+
+
+def test_error_messages_never_dump_huge_values() -> None:
+    huge = "x" * 100_000
+    for obj in (
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": huge},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": [huge] * 1000, "delta": ""},
+        interrupts({**OK, "expiresAt": huge}),
+        interrupts({"id": huge, "reason": ""}, {"id": huge, "reason": ""}),
+        {"type": "RUN_ERROR", "message": 1, huge: huge},
+    ):
+        with pytest.raises(WireError) as info:
+            decode_event(obj)
+        assert len(str(info.value)) < 300, str(info.value)[:400]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "{",
+        "nope",
+        '{"type":"RUN_STARTED"} trailing',
+        '{"type":"STATE_SNAPSHOT","snapshot":NaN}',
+        '{"type":"STATE_SNAPSHOT","snapshot":Infinity}',
+        '{"type":"STATE_SNAPSHOT","snapshot":-Infinity}',
+        '{"type":"STATE_SNAPSHOT","snapshot":1' + "0" * 5000 + "}",
+        "[" * 100_000 + "]" * 100_000,
+        "[" * 100_000,
+        '{"type":"STATE_SNAPSHOT","snapshot":' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"type":"STATE_SNAPSHOT","snapshot":' + '{"a":' * 50_000 + "1" + "}" * 50_001,
+        '{"type":"STATE_SNAPSHOT","snapshot":'
+        + "[" * (MAX_DEPTH + 1)
+        + "]" * (MAX_DEPTH + 1)
+        + "}",
+        "[]",
+        "42",
+    ],
+    ids=lambda t: t[:40],
+)
+def test_hostile_frames_raise_wire_error(text: str) -> None:
+    with pytest.raises(WireError):
+        decode_frame(text)
+
+
+def test_nesting_up_to_the_bound_is_accepted() -> None:
+    depth = MAX_DEPTH - 1  # the snapshot sits one level inside the event object
+    e = decode_frame('{"type":"STATE_SNAPSHOT","snapshot":' + "[" * depth + "]" * depth + "}")
+    assert isinstance(e.snapshot, tuple)  # type: ignore[union-attr]
+
+
+def test_deep_nesting_given_to_decode_event_is_a_wire_error() -> None:
+    deep: Any = 1
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(WireError):
+        decode_event({"type": "STATE_SNAPSHOT", "snapshot": deep})
+
+
+def test_frames_with_surrounding_whitespace_decode() -> None:
+    assert decode_frame(' \n{"type":"STEP_STARTED","stepName":"s"}\r\n ').TYPE == "STEP_STARTED"
+
+
+def test_decode_frame_refuses_non_text() -> None:
+    with pytest.raises(WireError):
+        decode_frame(b'{"type":"RUN_STARTED"}')  # type: ignore[arg-type]
+
+
+def test_decoded_json_is_deeply_frozen_like_freeze_parsed() -> None:
+    snapshot = {"a": [1, {"b": [None, True, 1.5, "s", {"c": {}}]}], "d": {}}
+    e = decode_event({"type": "STATE_SNAPSHOT", "snapshot": snapshot})
+    frozen = freeze_parsed(snapshot)
+    assert e.snapshot == frozen  # type: ignore[union-attr]
+
+    def shapes(v: Any) -> Any:
+        if isinstance(v, dict):
+            return (type(v), {k: shapes(x) for k, x in v.items()})
+        if isinstance(v, tuple | list):
+            return (type(v), [shapes(x) for x in v])
+        return type(v)
+
+    assert shapes(e.snapshot) == shapes(frozen)  # type: ignore[union-attr]
+    d = decode_event({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": [1]}]})
+    assert isinstance(d, StateDelta)
+    assert d.delta == ({"op": "add", "path": "/x", "value": (1,)},)
+    assert isinstance(d.delta[0], FrozenDict) and isinstance(d.delta[0]["value"], tuple)
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(), kids, max_size=4),
+        max_leaves=30,
+    )
+)
+def test_any_json_value_round_trips_through_custom(value: Any) -> None:
+    text = dumps({"type": "CUSTOM", "name": "n", "value": value})
+    e = decode_frame(text)
+    assert e.value == freeze_parsed(json.loads(text)["value"])  # type: ignore[union-attr]
+    assert dumps(encode_event(e)) == text
+
+
+@given(st.text(max_size=40))
+def test_arbitrary_text_never_escapes_as_another_exception(text: str) -> None:
+    with contextlib.suppress(WireError):
+        decode_frame(text)
+
+
+def test_dumps_is_compact_deterministic_and_strict() -> None:
+    assert (
+        dumps({"a": [1, "é"], "b": FrozenDict({"c": (None,)})}) == '{"a":[1,"é"],"b":{"c":[null]}}'
+    )
+    with pytest.raises(ValueError):
+        dumps(float("nan"))
+
+
+def test_event_classes_are_frozen_with_type_names() -> None:
+    e = TextMessageContent(message_id="m", delta="d")
+    assert e.TYPE == "TEXT_MESSAGE_CONTENT"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        e.delta = "x"  # type: ignore[misc]
+    assert encode_event(e) == {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"}
+
+
+# -- RFC 3339 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "epoch"),
+    [
+        ("1970-01-01T00:00:00Z", 0.0),
+        ("1970-01-01T00:00:00+00:00", 0.0),
+        ("1970-01-01T00:00:00-00:00", 0.0),
+        ("1970-01-01T01:00:00+01:00", 0.0),
+        ("1969-12-31T23:59:59Z", -1.0),
+        ("2024-02-29T12:00:00Z", 1709208000.0),
+        ("2000-02-29T00:00:00Z", 951782400.0),
+        ("2030-01-01T00:00:00.5Z", 1893456000.5),
+        ("2030-01-01t00:00:00z", 1893456000.0),
+        ("2026-03-01T05:30:00+05:30", 1772323200.0),
+        ("2026-02-28T23:59:59-11:59", 1772366339.0),
+        ("2016-12-31T23:59:60Z", 1483228799.999999),  # leap second: clamped
+    ],
+)
+def test_rfc3339_valid(text: str, epoch: float) -> None:
+    assert parse_rfc3339(text) == pytest.approx(epoch, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-02-30T00:00:00Z",
+        "2026-02-29T00:00:00Z",
+        "1900-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z",
+        "2026-13-01T00:00:00Z",
+        "2026-00-10T00:00:00Z",
+        "2026-01-00T00:00:00Z",
+        "2026-01-01T25:00:00Z",
+        "2026-01-01T24:00:00Z",
+        "2026-01-01T23:60:00Z",
+        "2026-01-01T23:59:61Z",
+        "2026-01-01",
+        "2026-01-01T00:00:00",
+        "2026-01-01T00:00Z",
+        "2026-01-01 00:00:00Z",
+        "2026-01-01T00:00:00+0100",
+        "2026-01-01T00:00:00+24:00",
+        "2026-01-01T00:00:00+01:60",
+        "2026-01-01T00:00:00.Z",
+        "26-01-01T00:00:00Z",
+        "2026-1-01T00:00:00Z",
+        "+2026-01-01T00:00:00Z",
+        "2026-W01-1T00:00:00Z",
+        "２０２６-01-01T00:00:00Z",
+        " 2026-01-01T00:00:00Z",
+        "2026-01-01T00:00:00Z ",
+        "",
+        "x" * 10_000,
+    ],
+)
+def test_rfc3339_invalid(text: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_rfc3339(text)
+    assert len(str(info.value)) < 200
+
+
+def test_rfc3339_refuses_non_strings() -> None:
+    with pytest.raises(ValueError):
+        parse_rfc3339(1893456000)  # type: ignore[arg-type]
+
+
+@given(st.datetimes(timezones=st.timezones()))
+def test_rfc3339_agrees_with_datetime(dt: Any) -> None:
+    offset = dt.utcoffset()
+    if offset is None or offset.seconds % 60 or dt.year < 1:
+        return
+    text = dt.isoformat(timespec="microseconds")
+    assert parse_rfc3339(text) == pytest.approx(dt.timestamp(), abs=1e-6)
