@@ -20,6 +20,7 @@ worker threads and only their results come back to the loop.
 from __future__ import annotations
 
 import inspect
+import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -249,6 +250,9 @@ class TrioDriver:
         self._require_running()
         tools = dict(local_tools or {})
         opts = with_local_tools(options or Options(), kind, tools)
+        if opts.id_prefix is None:
+            # Ids unique across runtimes: a saved batch id never names a new batch (R-I1).
+            opts = attrs.evolve(opts, id_prefix=f"interlude-{secrets.token_hex(4)}")
         r = AsyncResource(self, opts, thread_id=thread_id, messages=messages, state=state)
         self._books[id(r)] = _Books(r, {name: _Tool.of(fn) for name, fn in tools.items()})
         return r

@@ -63,7 +63,7 @@ def check_entries(
             continue
         status = fields.get("status")
         if status not in ("resolved", "cancelled"):
-            problems.append(f"{label} has status {status!r}; use 'resolved' or 'cancelled'")
+            problems.append(f"{label} has a status other than 'resolved' or 'cancelled'")
             continue
         payload: Any = ABSENT
         if "payload" in fields:

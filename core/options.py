@@ -68,7 +68,11 @@ class Options:
     forwarded_props: JSON = None
     retry: RetryPolicy = RetryPolicy()
     expiry: ExpiryPolicy = "block"
-    id_prefix: str = "interlude"
-    """Prefix of the ids the runtime generates (threads, runs, messages, batches)."""
+    id_prefix: str | None = None
+    """Prefix of the ids the runtime generates (threads, runs, messages, batches).
+
+    None means ``"interlude"``. The async driver sets a random prefix per
+    resource so that ids, batch ids included, never repeat across runtimes
+    (R-I1); the fake driver keeps the fixed one so tests are repeatable."""
     max_tool_rounds: int = 25
     """Follow-up runs one interaction may make for local tools before it fails."""

@@ -127,7 +127,7 @@ class _Tx:
         return n
 
     def new_id(self, kind: str) -> str:
-        return f"{self.s.options.id_prefix}-{kind}-{self.serial()}"
+        return f"{self.s.options.id_prefix or 'interlude'}-{kind}-{self.serial()}"
 
     def done(self) -> Transition:
         return Transition(self.s, tuple(self.commands))
@@ -514,7 +514,11 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
         if i.attempt in s.lingering:
             _late_violation(tx, i.attempt, str(exc))
         else:
-            _fail_attempt(tx, err.ProtocolError(str(exc)), True, now)
+            # Before the acknowledgement a malformed frame is retryable (R-J3).
+            run = s.run
+            assert run is not None and run.attempt is not None
+            retryable = not run.attempt.acked
+            _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
         return tx.done()
     return _event(s, EventReceived(i.attempt, event), now)
 
@@ -590,7 +594,8 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
     stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages))
     tx.set(run=attrs.evolve(run, attempt=acked, stream=stream))
     if run.kind == "resume":
-        # R-C3: the acknowledgement retires the claimed batch; R-D2: state unlocks.
+        # R-C3: the acknowledgement retires the claimed batch and releases the claim
+        # (R-D2); the state stays locked while this run owns it.
         tx.set(batch=None, claim=None)
         _cancel_expiry_timer(tx)
 
