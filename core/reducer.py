@@ -68,7 +68,7 @@ from .state import (
 from .stream import StreamViolation, apply_content_event, close_all
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps
-from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from .wire.messages import MESSAGE_TYPES, AssistantMessage, Message, ToolMessage, UserMessage
 from .wire.run_input import ResumeEntry, RunAgentInput
 
 __all__ = ["Transition", "initial_state", "step"]
@@ -338,8 +338,6 @@ def _send(s: State, i: Send, now: float) -> Transition:
 
 def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
     _check_can_send(s, "set_messages")
-    from .wire.messages import MESSAGE_TYPES
-
     messages = tuple(i.messages)
     for pos, m in enumerate(messages):
         if not isinstance(m, MESSAGE_TYPES):
