@@ -12,20 +12,23 @@ re-entered.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
+
+import attrs
 
 from interlude.core import inputs as i
 from interlude.core import selectors as sel
 from interlude.core.commands import Command, StartAttempt
 from interlude.core.errors import InterludeError
 from interlude.core.json import JSON
-from interlude.core.options import Options
+from interlude.core.options import Options, ResourceKind
 from interlude.core.reducer import Transition, initial_state, step
 from interlude.core.selectors import MessageView
 from interlude.core.state import Batch, State
 from interlude.core.wire.messages import Message
+from interlude.core.wire.run_input import Tool
 
-__all__ = ["Driver", "Observer", "Resource"]
+__all__ = ["Driver", "Observer", "Resource", "ResourceFactory", "with_local_tools"]
 
 Observer = Callable[["Resource"], None]
 
@@ -196,3 +199,69 @@ class Resource:
                         self.apply(i.ObserverFailed(f"{type(exc).__name__}: {exc}"))
         finally:
             self._notifying = False
+
+
+R = TypeVar("R", bound=Resource)
+
+
+class ResourceFactory(Generic[R]):
+    """``chat()`` and ``completion()`` for every driver; a driver implements ``_create``."""
+
+    def chat(
+        self,
+        options: Options | None = None,
+        *,
+        local_tools: Mapping[str, Callable[..., Any]] | None = None,
+        thread_id: str | None = None,
+        messages: Sequence[Message] = (),
+        state: Any = None,
+    ) -> R:
+        """A chat resource. ``local_tools`` run here when the agent calls them."""
+        tools = dict(local_tools or {})
+        opts = with_local_tools(options or Options(), "chat", tools)
+        return self._create(opts, tools, thread_id, messages, state)
+
+    def completion(
+        self,
+        options: Options | None = None,
+        *,
+        local_tools: Mapping[str, Callable[..., Any]] | None = None,
+        thread_id: str | None = None,
+        state: Any = None,
+    ) -> R:
+        """A completion resource: ``set_input(value)`` runs it (R-E)."""
+        tools = dict(local_tools or {})
+        opts = with_local_tools(options or Options(), "completion", tools)
+        return self._create(opts, tools, thread_id, (), state)
+
+    def _create(
+        self,
+        options: Options,
+        local_tools: Mapping[str, Callable[..., Any]],
+        thread_id: str | None,
+        messages: Sequence[Message],
+        state: Any,
+    ) -> R:
+        raise NotImplementedError
+
+
+def with_local_tools(
+    options: Options, kind: ResourceKind, local_tools: Mapping[str, Callable[..., Any]]
+) -> Options:
+    """Options for a resource of ``kind`` whose ``local_tools`` run in this process.
+
+    A local tool not declared in ``options.tools`` is declared with its
+    docstring as the description.
+    """
+    declared = {t.name for t in options.tools}
+    extra = tuple(
+        Tool(name=name, description=(fn.__doc__ or name).strip())
+        for name, fn in local_tools.items()
+        if name not in declared
+    )
+    return attrs.evolve(
+        options,
+        kind=kind,
+        tools=options.tools + extra,
+        local_tools=options.local_tools | frozenset(local_tools),
+    )

@@ -44,14 +44,13 @@ from interlude.core.commands import (
 )
 from interlude.core.errors import ProtocolError, TransportError
 from interlude.core.json import thaw
-from interlude.core.options import Options, ResourceKind
+from interlude.core.options import Options
 from interlude.core.reducer import Transition
 from interlude.core.state import Batch
 from interlude.core.wire.codec import dumps, encode_run_input
 from interlude.core.wire.messages import Message
 
-from .fake.driver import with_local_tools
-from .resource import Resource
+from .resource import Resource, ResourceFactory
 
 __all__ = ["AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
 
@@ -158,7 +157,7 @@ class _Books:
             scope.cancel()
 
 
-class TrioDriver:
+class TrioDriver(ResourceFactory["AsyncResource"]):
     """Runs resources against a :class:`Transport` on trio or asyncio (through anyio).
 
     Use it as ``async with TrioDriver(transport) as driver``; resources are
@@ -213,48 +212,23 @@ class TrioDriver:
         """Whether the driver is inside its ``async with`` block and can run commands."""
         return self._tg is not None
 
-    # -- resources ---------------------------------------------------------------------
+    # -- resources (chat() and completion() come from ResourceFactory) ------------------
 
-    def chat(
+    def _create(
         self,
-        options: Options | None = None,
-        *,
-        local_tools: Mapping[str, LocalTool] | None = None,
-        thread_id: str | None = None,
-        messages: Sequence[Message] = (),
-        state: Any = None,
-    ) -> AsyncResource:
-        """A chat resource. ``local_tools`` run here when the agent calls them."""
-        return self._resource("chat", options, local_tools, thread_id, messages, state)
-
-    def completion(
-        self,
-        options: Options | None = None,
-        *,
-        local_tools: Mapping[str, LocalTool] | None = None,
-        thread_id: str | None = None,
-        state: Any = None,
-    ) -> AsyncResource:
-        """A completion resource: ``set_input(value)`` runs it (R-E)."""
-        return self._resource("completion", options, local_tools, thread_id, (), state)
-
-    def _resource(
-        self,
-        kind: ResourceKind,
-        options: Options | None,
-        local_tools: Mapping[str, LocalTool] | None,
+        options: Options,
+        local_tools: Mapping[str, Callable[..., Any]],
         thread_id: str | None,
         messages: Sequence[Message],
         state: Any,
     ) -> AsyncResource:
         self._require_running()
-        tools = dict(local_tools or {})
-        opts = with_local_tools(options or Options(), kind, tools)
-        if opts.id_prefix is None:
+        if options.id_prefix is None:
             # Ids unique across runtimes: a saved batch id never names a new batch (R-I1).
-            opts = attrs.evolve(opts, id_prefix=f"interlude-{secrets.token_hex(4)}")
-        r = AsyncResource(self, opts, thread_id=thread_id, messages=messages, state=state)
-        self._books[id(r)] = _Books(r, {name: _Tool.of(fn) for name, fn in tools.items()})
+            options = attrs.evolve(options, id_prefix=f"interlude-{secrets.token_hex(4)}")
+        r = AsyncResource(self, options, thread_id=thread_id, messages=messages, state=state)
+        tools = {name: _Tool.of(fn) for name, fn in local_tools.items()}
+        self._books[id(r)] = _Books(r, tools)
         return r
 
     # -- the Driver protocol -------------------------------------------------------------

@@ -745,12 +745,22 @@ def _send_starting(s: State, i: SendStarting, now: float) -> Transition:
     return tx.done()
 
 
-def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
-    if i.attempt in s.lingering:
-        return Transition(attrs.evolve(s, lingering=s.lingering - {i.attempt}))
+def _ended_or_current(s: State, attempt: int) -> Run | Transition:
+    """The run whose current attempt this is, or the transition for any other attempt:
+    a lingering stream is simply forgotten, a retired one ignored (R-H1)."""
+    if attempt in s.lingering:
+        return Transition(attrs.evolve(s, lingering=s.lingering - {attempt}))
     run = s.run
-    if run is None or run.attempt is None or run.attempt.id != i.attempt:
+    if run is None or run.attempt is None or run.attempt.id != attempt:
         return Transition(s)
+    return run
+
+
+def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
+    run = _ended_or_current(s, i.attempt)
+    if isinstance(run, Transition):
+        return run
+    assert run.attempt is not None
     tx = _Tx(s)
     if run.attempt.acked:
         # R-J3: a truncated run is never a success.
@@ -762,11 +772,9 @@ def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
 
 
 def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
-    if i.attempt in s.lingering:
-        return Transition(attrs.evolve(s, lingering=s.lingering - {i.attempt}))
-    run = s.run
-    if run is None or run.attempt is None or run.attempt.id != i.attempt:
-        return Transition(s)
+    run = _ended_or_current(s, i.attempt)
+    if isinstance(run, Transition):
+        return run
     tx = _Tx(s)
     _fail_attempt(tx, i.error, i.error.retryable, now)
     return tx.done()

@@ -106,16 +106,24 @@ def _plain_message(role: str, message_id: str, name: str | None) -> Message:
     return AssistantMessage(id=message_id, content="", name=name)
 
 
-def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
-    # A chunk opens its message when needed; the run's end closes it (AG-UI 1.0).
-    mid = e.message_id
+def _chunk(
+    s: Stream, message_id: str | None, delta: str | None, new: Callable[[str], Message]
+) -> Stream:
+    """A ``*_CHUNK`` event opens its message when needed; the run's end closes it."""
+    mid = message_id
     if mid is None:
         if not s.open_texts:
-            raise StreamViolation("a TEXT_MESSAGE_CHUNK without messageId and no open message")
+            raise StreamViolation("a chunk without messageId and no message open")
         mid = s.open_texts[-1].message_id
     if _find_open_text(s, mid) is None:
-        s = _start_text(s, _plain_message(e.role or "assistant", mid, e.name))
-    return _append_text(s, mid, e.delta) if e.delta else s
+        s = _start_text(s, new(mid))
+    return _append_text(s, mid, delta) if delta else s
+
+
+def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
+    return _chunk(
+        s, e.message_id, e.delta, lambda mid: _plain_message(e.role or "assistant", mid, e.name)
+    )
 
 
 def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
@@ -123,14 +131,7 @@ def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
 
 
 def _reasoning_chunk(s: Stream, e: ev.ReasoningMessageChunk) -> Stream:
-    mid = e.message_id
-    if mid is None:
-        if not s.open_texts:
-            raise StreamViolation("a REASONING_MESSAGE_CHUNK without messageId and none open")
-        mid = s.open_texts[-1].message_id
-    if _find_open_text(s, mid) is None:
-        s = _start_text(s, ReasoningMessage(id=mid, content=""))
-    return _append_text(s, mid, e.delta) if e.delta else s
+    return _chunk(s, e.message_id, e.delta, lambda mid: ReasoningMessage(id=mid, content=""))
 
 
 # -- tool calls --------------------------------------------------------------------

@@ -40,12 +40,11 @@ from interlude.core.commands import (
     StartTimer,
 )
 from interlude.core.json import thaw
-from interlude.core.options import Options, ResourceKind
+from interlude.core.options import Options
 from interlude.core.wire.codec import dumps, encode_event, encode_run_input
 from interlude.core.wire.messages import Message
-from interlude.core.wire.run_input import Tool
 
-from ..resource import Resource
+from ..resource import Resource, ResourceFactory
 from .script import Reply, Request
 
 __all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction"]
@@ -119,7 +118,7 @@ class _Timer:
     purpose: str
 
 
-class FakeDriver:
+class FakeDriver(ResourceFactory[Resource]):
     """Runs resources against a :class:`ScriptedAgent`, one step at a time."""
 
     def __init__(
@@ -142,43 +141,18 @@ class FakeDriver:
         self._cancelled_tools: set[tuple[int, int]] = set()
         self._tools: dict[int, Mapping[str, ToolFunction]] = {}
 
-    # -- resources -----------------------------------------------------------------
+    # -- resources (chat() and completion() come from ResourceFactory) -----------------
 
-    def chat(
+    def _create(
         self,
-        options: Options | None = None,
-        *,
-        local_tools: Mapping[str, ToolFunction] | None = None,
-        thread_id: str | None = None,
-        messages: Sequence[Message] = (),
-        state: Any = None,
-    ) -> Resource:
-        """A chat resource. ``local_tools`` are run here when the agent calls them."""
-        return self._resource("chat", options, local_tools, thread_id, messages, state)
-
-    def completion(
-        self,
-        options: Options | None = None,
-        *,
-        local_tools: Mapping[str, ToolFunction] | None = None,
-        thread_id: str | None = None,
-        state: Any = None,
-    ) -> Resource:
-        """A completion resource: ``set_input(value)`` runs it (R-E)."""
-        return self._resource("completion", options, local_tools, thread_id, (), state)
-
-    def _resource(
-        self,
-        kind: ResourceKind,
-        options: Options | None,
-        local_tools: Mapping[str, ToolFunction] | None,
+        options: Options,
+        local_tools: Mapping[str, Callable[..., Any]],
         thread_id: str | None,
         messages: Sequence[Message],
         state: Any,
     ) -> Resource:
-        opts = with_local_tools(options or Options(), kind, local_tools or {})
-        r = self.resource_class(self, opts, thread_id=thread_id, messages=messages, state=state)
-        self._tools[id(r)] = dict(local_tools or {})
+        r = self.resource_class(self, options, thread_id=thread_id, messages=messages, state=state)
+        self._tools[id(r)] = dict(local_tools)
         return r
 
     # -- the Driver protocol -------------------------------------------------------------
@@ -347,25 +321,3 @@ def _frame_data(item: Any) -> str:
     if isinstance(item, Mapping):
         return json.dumps(item)
     return dumps(encode_event(item))
-
-
-def with_local_tools(
-    options: Options, kind: ResourceKind, local_tools: Mapping[str, Callable[..., Any]]
-) -> Options:
-    """Options for a resource of ``kind`` whose ``local_tools`` run in this process.
-
-    A local tool not declared in ``options.tools`` is declared with its
-    docstring as the description.
-    """
-    declared = {t.name for t in options.tools}
-    extra = tuple(
-        Tool(name=name, description=(fn.__doc__ or name).strip())
-        for name, fn in local_tools.items()
-        if name not in declared
-    )
-    return attrs.evolve(
-        options,
-        kind=kind,
-        tools=options.tools + extra,
-        local_tools=options.local_tools | frozenset(local_tools),
-    )
