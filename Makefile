@@ -27,8 +27,8 @@ demo: $(STAMP)
 	$(BIN)/python -m interlude.adapters.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check core adapters tests property_tests bench
-	$(BIN)/ruff format --check core adapters tests property_tests bench
+	$(BIN)/ruff check core adapters tests property_tests bench conftest.py
+	$(BIN)/ruff format --check core adapters tests property_tests bench conftest.py
 
 typecheck: $(STAMP) $(MYPY_TREE)/interlude/core
 	cd $(MYPY_TREE) && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml -p interlude.core -p interlude.adapters

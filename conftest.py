@@ -1,4 +1,4 @@
-"""Shared test setup: a fixed Hypothesis profile for CI, and small scenario helpers."""
+"""Test setup for tests/ and property_tests/: one fixed Hypothesis profile (deterministic CI)."""
 
 from __future__ import annotations
 
