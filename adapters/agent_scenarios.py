@@ -699,5 +699,9 @@ def _entry_problem(resume: list[Any]) -> str | None:
 
 
 def _failed(out: _Run, code: str, message: str) -> list[Event]:
-    """``RUN_STARTED`` then ``RUN_ERROR``: nothing else streamed, nothing changed."""
-    return [out.events[0], {"type": "RUN_ERROR", "message": message, "code": code}]
+    """A lone ``RUN_ERROR`` instead of ``RUN_STARTED``: the resume was not taken.
+
+    Answering before the acknowledgement lets a client keep the batch and fix
+    its answers (R-F4); after a RUN_STARTED it would have to start a new thread.
+    """
+    return [{"type": "RUN_ERROR", "message": message, "code": code}]

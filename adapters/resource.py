@@ -98,6 +98,15 @@ class Resource:
         return sel.is_resuming(self._state)
 
     @property
+    def is_retrying(self) -> bool:
+        """Waiting out a retry back-off; ``attempts`` counts the attempts made so far."""
+        return sel.is_retrying(self._state)
+
+    @property
+    def attempts(self) -> int:
+        return sel.attempts(self._state)
+
+    @property
     def error(self) -> InterludeError | None:
         return sel.error(self._state)
 
@@ -189,6 +198,7 @@ class Resource:
         if self._notifying:
             return  # the running delivery loop will get to it
         self._notifying = True
+        reported = False
         try:
             while self._pending_notifications:
                 self._pending_notifications -= 1
@@ -196,7 +206,11 @@ class Resource:
                     try:
                         observer(self)
                     except Exception as exc:  # an application bug: report, don't crash
-                        self.apply(i.ObserverFailed(f"{type(exc).__name__}: {exc}"))
+                        # Report the first failure of this delivery round only: an observer
+                        # that raises on every change must not feed itself forever.
+                        if not reported:
+                            reported = True
+                            self.apply(i.ObserverFailed(f"{type(exc).__name__}: {exc}"))
         finally:
             self._notifying = False
 

@@ -52,7 +52,7 @@ from interlude.core.wire.messages import Message
 
 from .resource import Resource, ResourceFactory
 
-__all__ = ["AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
+__all__ = ["AsyncDriver", "AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
 
 LocalTool = Callable[..., Any]
 """A local tool: ``fn(arguments)`` or ``fn(arguments, signal)``, sync or async.
@@ -451,3 +451,7 @@ class AsyncResource(Resource):
             f"pending_interrupts={'yes' if self.pending_interrupts else 'no'}, "
             f"error={self.error!r})"
         )
+
+
+AsyncDriver = TrioDriver
+"""The same driver under a name that does not suggest trio only: it runs on asyncio too."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Literal
 
 import attrs
@@ -47,12 +48,15 @@ class RetryPolicy:
     jitter: float = attrs.field(
         default=0.2, validator=attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1))
     )
-    jitter_seed: int = 0
+    jitter_seed: int | None = None
+    """None: derived from the resource's id prefix, which the async driver makes
+    random per resource, so clients that fail together do not retry together."""
 
-    def delay(self, failed_attempt: int, draw: int) -> float:
+    def delay(self, failed_attempt: int, draw: int, id_prefix: str = "") -> float:
         """Seconds to wait after attempt ``failed_attempt`` failed; ``draw`` picks the jitter."""
         base = min(self.max_delay, self.base_delay * self.multiplier ** (failed_attempt - 1))
-        unit = _splitmix64(self.jitter_seed * 1_000_003 + draw) / 2**64  # in [0, 1)
+        seed = self.jitter_seed if self.jitter_seed is not None else zlib.crc32(id_prefix.encode())
+        unit = _splitmix64(seed * 1_000_003 + draw) / 2**64  # in [0, 1)
         return base * (1.0 + self.jitter * (2.0 * unit - 1.0))
 
 

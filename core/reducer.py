@@ -71,7 +71,10 @@ from .wire.codec import WireError, decode_frame, dumps
 from .wire.messages import MESSAGE_TYPES, AssistantMessage, Message, ToolMessage, UserMessage
 from .wire.run_input import ResumeEntry, RunAgentInput
 
-__all__ = ["Transition", "initial_state", "step"]
+__all__ = ["MAX_WARNINGS", "Transition", "initial_state", "step"]
+
+MAX_WARNINGS = 20
+"""Only the newest warnings are kept: a misbehaving endpoint cannot grow the state."""
 
 
 @attrs.frozen
@@ -281,7 +284,8 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
         return
     tx.emit(AbortAttempt(run.attempt.id))
     timer = tx.serial()
-    due = now + tx.s.options.retry.delay(run.attempts, timer)
+    o = tx.s.options
+    due = now + o.retry.delay(run.attempts, timer, o.id_prefix or "interlude")
     tx.set(run=attrs.evolve(run, attempt=None, retry_timer=timer))
     tx.emit(StartTimer(timer, due, "retry"))
 
@@ -628,16 +632,17 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         tx.set(resuming=False, tool_rounds=0)  # R-J5: closed cleanly, nothing waited for
         return
     if isinstance(outcome, ev.UnknownOutcome):
-        tx.set(
-            warnings=(
-                *tx.s.warnings,
-                f"run {attempt.run_id!r} finished with unknown outcome type "
-                f"{outcome.type!r}; read as success (AG-UI 1.0)",
-            )
+        note = (
+            f"run {attempt.run_id!r} finished with unknown outcome type "
+            f"{outcome.type!r}; read as success (AG-UI 1.0)"
         )
+        tx.set(warnings=(*tx.s.warnings, note)[-MAX_WARNINGS:])
     pending: tuple[str, ...] = ()
     if isinstance(outcome, ev.SuccessOutcome) and outcome.pending_tool_call_ids:
-        pending = outcome.pending_tool_call_ids  # R-J6
+        # R-J6, in call order (R-D5), each once; ids the run did not stream go last.
+        streamed = {c: n for n, c in enumerate(stream.new_calls)}
+        named = dict.fromkeys(outcome.pending_tool_call_ids)
+        pending = tuple(sorted(named, key=lambda c: streamed.get(c, len(streamed))))
     else:
         local = tx.s.options.local_tools
         calls = _calls_by_id(stream)

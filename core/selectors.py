@@ -21,12 +21,14 @@ from .wire.messages import AssistantMessage, Message
 
 __all__ = [
     "MessageView",
+    "attempts",
     "error",
     "expired_interrupt_ids",
     "input_value",
     "is_expired",
     "is_loading",
     "is_resuming",
+    "is_retrying",
     "messages",
     "needs_new_thread",
     "output",
@@ -118,6 +120,16 @@ def pending_interrupts(s: State) -> Batch | None:
 def is_loading(s: State) -> bool:
     """A run, a retry wait or a local tool is in progress (R-C4)."""
     return s.run is not None or s.tools is not None
+
+
+def is_retrying(s: State) -> bool:
+    """Waiting out a back-off before the next attempt of the current run (R-F1)."""
+    return s.run is not None and s.run.attempt is None
+
+
+def attempts(s: State) -> int:
+    """Attempts the current run has started so far (0 when no run is in progress)."""
+    return s.run.attempts if s.run is not None else 0
 
 
 def is_resuming(s: State) -> bool:

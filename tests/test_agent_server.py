@@ -387,8 +387,8 @@ def test_approved_resume_places_one_order_and_an_identical_retry_replays_it() ->
         # A different decision for the settled interrupts is stale.
         deny = [{**APPROVE[0], "payload": {"approved": False}}, APPROVE[1]]
         stale = await post(client, run_input("t", "r4", state=state, resume=deny))
-        assert types(stale) == ["RUN_STARTED", "RUN_ERROR"]
-        assert stale[1]["code"] == "NO_PENDING_INTERRUPT"
+        assert types(stale) == ["RUN_ERROR"]
+        assert stale[0]["code"] == "NO_PENDING_INTERRUPT"
 
         # A new ordinary run forgets the record: the same ids now mean a new purchase.
         await post(client, run_input("t", "r5", [user("order another")], state=agent.state_of("t")))
@@ -521,17 +521,16 @@ RESUME_FAILURES: list[tuple[str, list[Any], str]] = [
 def test_resume_validation_codes_leave_the_checkpoint_pending() -> None:
     async def body(agent: ReferenceAgent, client: httpx.AsyncClient) -> None:
         fresh = await post(client, run_input("nothing", "r1", resume=[_OK_PURCHASE]))
-        assert types(fresh) == ["RUN_STARTED", "RUN_ERROR"]
-        assert fresh[1]["code"] == "NO_PENDING_INTERRUPT"
+        assert types(fresh) == ["RUN_ERROR"]
+        assert fresh[0]["code"] == "NO_PENDING_INTERRUPT"
         for index, (name, entries, code) in enumerate(RESUME_FAILURES):
             thread = f"t{index}"
             await buy(client, thread)
             state = agent.state_of(thread)
             events = await post(client, run_input(thread, "r2", state=state, resume=entries))
-            assert types(events) == ["RUN_STARTED", "RUN_ERROR"], name
-            assert events[0]["runId"] == "r2"
-            assert events[1]["code"] == code, name
-            assert "address-999" not in events[1]["message"]  # ids, never payloads
+            assert types(events) == ["RUN_ERROR"], name
+            assert events[0]["code"] == code, name
+            assert "address-999" not in events[0]["message"]  # ids, never payloads
             assert agent.pending_interrupt_ids(thread) == ("purchase", "shipping-address"), name
             assert agent.state_of(thread) == state, name
             ok = await post(client, run_input(thread, "r3", state=state, resume=APPROVE))
@@ -552,7 +551,7 @@ def test_expired_interrupts_refuse_answers_but_accept_cancellation() -> None:
         assert outcome(early) == {"type": "success"}
         clock[0] = NOW + 60  # now >= expiresAt
         late = await post(client, run_input("b", "r2", state=agent.state_of("b"), resume=APPROVE))
-        assert late[1]["code"] == "INTERRUPT_EXPIRED"
+        assert late[0]["code"] == "INTERRUPT_EXPIRED"
         assert agent.pending_interrupt_ids("b") == ("purchase", "shipping-address")
         abandon = [_entry("purchase", "cancelled"), _entry("shipping-address", "cancelled")]
         moved_on = await post(
@@ -572,7 +571,7 @@ def test_strict_expiry_policy_refuses_cancelling_an_expired_interrupt() -> None:
         clock[0] = NOW + 61
         abandon = [_entry("purchase", "cancelled"), _entry("shipping-address", "cancelled")]
         events = await post(client, run_input("t", "r2", state=agent.state_of("t"), resume=abandon))
-        assert events[1]["code"] == "INTERRUPT_EXPIRED"
+        assert events[0]["code"] == "INTERRUPT_EXPIRED"
 
     with_agent(body, ReferenceAgent(clock=lambda: clock[0], accept_cancelled_expired=False))
 

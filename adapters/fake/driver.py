@@ -305,8 +305,10 @@ class FakeDriver(ResourceFactory[Resource]):
     def _run_tool(self, resource: Resource, c: RunTool) -> bool:
         if (id(resource), c.task) in self._cancelled_tools:
             return False
-        fn = self._tools[id(resource)][c.name]
+        fn = self._tools[id(resource)].get(c.name)
         try:
+            if fn is None:
+                raise LookupError(f"no function was registered for local tool {c.name!r}")
             value = fn(thaw(c.arguments))
         except Exception as exc:  # the tool's failure becomes a tool message
             resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,108 @@
+"""Edges of the drivers and selectors that the rule files do not reach."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from interlude.adapters.fake import (
+    FakeDriver,
+    Request,
+    ScriptedAgent,
+    drop,
+    finished,
+    reply,
+    started,
+    text,
+    tool_call,
+)
+from interlude.core.errors import ObserverError
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.reducer import MAX_WARNINGS
+
+
+def test_R_F1_R_I2_an_observer_that_always_raises_is_reported_once_per_change() -> None:
+    """An observer raising on every notification must not feed itself forever."""
+    driver = FakeDriver(ScriptedAgent(lambda r: reply(started(r), finished(r))))
+    chat = driver.chat()
+    calls: list[int] = []
+
+    def broken(resource: Any) -> None:
+        calls.append(1)
+        raise RuntimeError("bad observer")
+
+    chat.subscribe(broken)
+    chat.send("hi")  # returns: the failure is recorded, not looped on
+    assert chat.error == ObserverError("an observer raised: RuntimeError: bad observer")
+    assert not chat.is_loading  # R-F1: the run it interrupted is not retried
+    assert len(calls) == 2  # the change, then the notification of its own failure
+    driver.run_until_idle()
+    assert driver.requests == []  # the aborted attempt never went out
+
+
+def test_R_D5_a_declared_local_tool_without_a_function_becomes_a_tool_message() -> None:
+    def answer(req: Request) -> Any:
+        if len(driver.requests) == 1:
+            return reply(started(req), tool_call("c1", "ghost", {}), finished(req))
+        return reply(started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(Options(local_tools=frozenset({"ghost"})))
+    chat.send("go")
+    driver.run_until_idle()
+    (result,) = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert result["toolCallId"] == "c1"
+    assert "no function was registered for local tool 'ghost'" in result["content"]
+    assert chat.error is None
+
+
+def test_R_J6_R_D5_pending_ids_run_in_call_order_once_each() -> None:
+    """pendingToolCallIds in another order, with a repeat: results keep the stream's order."""
+    ran: list[str] = []
+
+    def answer(req: Request) -> Any:
+        if len(driver.requests) == 1:
+            outcome = {"type": "success", "pendingToolCallIds": ["c2", "c1", "c2"]}
+            return reply(
+                started(req),
+                tool_call("c1", "t", {"n": 1}),
+                tool_call("c2", "t", {"n": 2}),
+                finished(req, outcome),
+            )
+        return reply(started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(local_tools={"t": lambda args: ran.append(args["n"]) or args["n"]})
+    chat.send("go")
+    driver.run_until_idle()
+    results = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert [m["toolCallId"] for m in results] == ["c1", "c2"]
+    assert [json.loads(m["content"]) for m in results] == [1, 2]
+    assert sorted(ran) == [1, 2]
+
+
+def test_R_F1_retry_progress_is_visible() -> None:
+    driver = FakeDriver(ScriptedAgent().then(drop(), lambda r: reply(started(r), finished(r))))
+    chat = driver.chat(Options(retry=RetryPolicy(jitter=0, base_delay=2.0)))
+    chat.send("go")
+    assert (chat.is_retrying, chat.attempts) == (False, 1)
+    driver.step()  # the first attempt goes out
+    driver.step()  # and drops
+    assert (chat.is_retrying, chat.attempts, chat.is_loading) == (True, 1, True)
+    driver.advance(2.0)
+    assert (chat.is_retrying, chat.attempts) == (False, 2)
+    driver.run_until_idle()
+    assert (chat.is_retrying, chat.attempts, chat.error) == (False, 0, None)
+
+
+def test_R_J5_warnings_keep_only_the_newest() -> None:
+    def answer(req: Request) -> Any:
+        return reply(started(req), text("m", "ok"), finished(req, {"type": "someday"}))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat()
+    for n in range(MAX_WARNINGS + 5):
+        chat.send(f"m{n}")
+        driver.run_until_idle()
+    assert len(chat.warnings) == MAX_WARNINGS
+    assert driver.requests[-1].run_id in chat.warnings[-1]

@@ -1,0 +1,1372 @@
+"""The AG-UI stream at the level of the fake driver and the reducer.
+
+Rules proved here: R-J1 (every event type read, unknown types and fields
+tolerated), R-J2 (messages from ``TEXT_MESSAGE_*``, ``REASONING_*``,
+``TOOL_CALL_*``, ``MESSAGES_SNAPSHOT`` and ``ACTIVITY_*``; state from
+``STATE_SNAPSHOT`` and atomic ``STATE_DELTA``), R-J3 (the lifecycle of a
+stream: the matching ``RUN_STARTED`` first, one terminal event, late events),
+R-J5 (the cancelled and unknown outcomes) and R-J6 (``pendingToolCallIds``),
+with R-F1/R-F6 where a violation fails a run. The wire codec itself is tested
+in ``test_wire.py``; here every event goes through the fake driver as a wire
+frame, exactly as an endpoint would send it.
+
+Streaming is observed with ``held`` replies: ``driver.release(n)`` lets the
+stream deliver ``n`` more events, so a test can read the resource between two
+deltas.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from interlude.adapters.fake import (
+    FAKE_EPOCH,
+    FakeDriver,
+    Reply,
+    Request,
+    ScriptedAgent,
+    finished,
+    held,
+    interrupted,
+    reply,
+    run_error,
+    started,
+    state_delta,
+    state_snapshot,
+    text,
+    tool_call,
+)
+from interlude.adapters.resource import Resource
+from interlude.core.errors import ProtocolError, RunError
+from interlude.core.json import FrozenDict, freeze, thaw
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.state import Checkpoint
+from interlude.core.wire import (
+    ActivityMessage,
+    AssistantMessage,
+    DeveloperMessage,
+    FunctionCall,
+    Message,
+    ReasoningMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+OPTS = Options(retry=RetryPolicy(jitter=0, base_delay=1))
+"""Exact back-off: 1 s after the first failed attempt, 2 s after the second; three attempts."""
+
+HISTORY: tuple[Message, ...] = (
+    UserMessage(id="old-u", content="Earlier question"),
+    AssistantMessage(id="old-a", content="Earlier answer"),
+)
+"""A history committed before the runs under test (their checkpoint must survive)."""
+
+Handler = Callable[[Request], Reply]
+
+
+# -- scripts and helpers ------------------------------------------------------------
+
+
+def succeed(*events: Any) -> Handler:
+    """Stream ``events`` between the matching RUN_STARTED and a plain RUN_FINISHED."""
+    return lambda req: reply(started(req), *events, finished(req))
+
+
+def succeed_held(*events: Any) -> Handler:
+    """Like :func:`succeed`, one event per ``release``."""
+    return lambda req: held(started(req), *events, finished(req))
+
+
+def outcome(*events: Any, result: Mapping[str, Any] | None) -> Handler:
+    """Stream ``events`` and finish with ``result`` as the outcome (None: absent)."""
+    return lambda req: reply(started(req), *events, finished(req, result))
+
+
+def pause(*interrupts: Mapping[str, Any], events: Sequence[Any] = ()) -> Handler:
+    return lambda req: reply(started(req), *events, interrupted(req, *interrupts))
+
+
+def chat_with(
+    *replies: Handler | Reply,
+    options: Options = OPTS,
+    local_tools: Mapping[str, Callable[[Any], Any]] | None = None,
+    messages: Sequence[Message] = HISTORY,
+    state: Any = None,
+    every: Handler | None = None,
+) -> tuple[FakeDriver, Resource]:
+    """A chat over a history; the agent answers with ``replies`` in order, then ``every``."""
+    driver = FakeDriver(ScriptedAgent(every).then(*replies))
+    chat = driver.chat(options, local_tools=local_tools, messages=messages, state=state)
+    return driver, chat
+
+
+def feed(driver: FakeDriver, n: int = 1) -> None:
+    """Let a held stream deliver ``n`` more events and process them."""
+    driver.release(n)
+    driver.run_until_idle(follow_retries=False)
+
+
+def start(chat: Resource, driver: FakeDriver, content: str = "Go", mid: str = "u1") -> Checkpoint:
+    """Send a user message and let the request go out; returns the checkpoint the run
+    started from (the user message included: it is committed when sent)."""
+    chat.send(content, message_id=mid)
+    checkpoint = chat.core_state.checkpoint
+    driver.run_until_idle(follow_retries=False)
+    return checkpoint
+
+
+def user(mid: str = "u1", content: str = "Go") -> UserMessage:
+    return UserMessage(id=mid, content=content)
+
+
+def call(cid: str, name: str, arguments: str) -> ToolCall:
+    return ToolCall(id=cid, function=FunctionCall(name=name, arguments=arguments))
+
+
+def ev(kind: str, **fields: Any) -> dict[str, Any]:
+    """A wire event: ``ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x")``."""
+    return {"type": kind, **fields}
+
+
+def arguments(message: Message) -> str:
+    """The streamed arguments of the first tool call of an assistant message."""
+    assert isinstance(message, AssistantMessage) and message.tool_calls, message
+    return message.tool_calls[0].function.arguments
+
+
+def obj(value: dict[str, Any]) -> FrozenDict:
+    frozen = freeze(value)
+    assert isinstance(frozen, FrozenDict)
+    return frozen
+
+
+def recorder(calls: list[Any], answer: Any) -> Callable[[Any], Any]:
+    """A local tool that records the arguments it gets and answers ``answer``."""
+
+    def tool(args: Any) -> Any:
+        calls.append(args)
+        return answer
+
+    return tool
+
+
+def assert_idle_ok(chat: Resource) -> None:
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+    assert chat.pending_interrupts is None
+    assert chat.needs_new_thread is False
+
+
+def assert_rolled_back(driver: FakeDriver, chat: Resource, before: Checkpoint) -> ProtocolError:
+    """A non-retryable protocol error: nothing committed, nothing retried (R-J2, R-F6)."""
+    driver.run_until_idle()  # would follow a retry timer if one were (wrongly) set
+    error = chat.error
+    assert isinstance(error, ProtocolError), error
+    assert error.retryable is False
+    assert chat.core_state.checkpoint == before
+    assert list(chat.messages) == list(before.messages)
+    assert chat.state == before.state
+    assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
+    assert len(driver.requests) == 1
+    assert driver.pending_timers() == []
+    return error
+
+
+def without_run_id(req: Request) -> dict[str, Any]:
+    body = req.json
+    del body["runId"]
+    return body  # type: ignore[no-any-return]
+
+
+# -- R-J2: text messages ----------------------------------------------------------------
+
+
+def test_R_J2_text_message_streams_deltas_then_commits() -> None:
+    """R-J2, R-A1: START/CONTENT x3/END builds one assistant message; while it streams,
+    the last message shows the text so far and the checkpoint is untouched."""
+    driver, chat = chat_with(succeed_held(*text("m1", "Hello, world", chunks=3)))
+    before = start(chat, driver)
+    assert list(chat.messages) == [*HISTORY, user()]
+    assert chat.is_loading is True
+
+    feed(driver)  # RUN_STARTED
+    feed(driver)  # TEXT_MESSAGE_START
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="")
+    seen = []
+    for _ in range(3):
+        feed(driver)  # TEXT_MESSAGE_CONTENT
+        seen.append(chat.messages[-1].content)
+        assert chat.is_loading is True
+        assert len(chat.messages) == len(HISTORY) + 2
+        assert chat.core_state.checkpoint == before
+    assert seen == ["Hell", "Hello, w", "Hello, world"]
+
+    feed(driver)  # TEXT_MESSAGE_END
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hello, world")
+    assert chat.is_loading is True
+    assert chat.core_state.checkpoint == before
+
+    feed(driver)  # RUN_FINISHED
+    feed(driver)  # end of stream
+    assert_idle_ok(chat)
+    expected = [*HISTORY, user(), AssistantMessage(id="m1", content="Hello, world")]
+    assert list(chat.messages) == expected
+    assert list(chat.core_state.checkpoint.messages) == expected
+    assert len(driver.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [
+        ("system", SystemMessage(id="m1", content="Be brief")),
+        ("developer", DeveloperMessage(id="m1", content="Be brief")),
+        ("user", UserMessage(id="m1", content="Be brief")),
+        ("assistant", AssistantMessage(id="m1", content="Be brief")),
+    ],
+)
+def test_R_J2_text_message_start_keeps_its_role(role: str, expected: Message) -> None:
+    """R-J2: TEXT_MESSAGE_START's role decides the message kind; it is not forced to assistant."""
+    driver, chat = chat_with(
+        succeed(
+            ev("TEXT_MESSAGE_START", messageId="m1", role=role),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Be "),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="brief"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [*HISTORY, user(), expected]
+    assert chat.messages[-1].role == role
+
+
+def test_R_J2_text_message_without_role_is_assistant() -> None:
+    driver, chat = chat_with(
+        succeed(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hi"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hi")
+
+
+def test_R_J1_R_J2_text_message_chunks_open_append_and_close_at_run_end() -> None:
+    """R-J1, R-J2: the first TEXT_MESSAGE_CHUNK opens its message (id and role), a chunk
+    without messageId continues the open one, a chunk for a new id opens another, and
+    RUN_FINISHED closes them all (no TEXT_MESSAGE_END is sent)."""
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="assistant", delta="Hel"),
+            ev("TEXT_MESSAGE_CHUNK", delta="lo"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="!"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m2", role="assistant", delta="Second"),
+            ev("TEXT_MESSAGE_CHUNK", delta=" one"),
+        )
+    )
+    before = start(chat, driver)
+    feed(driver, 2)  # RUN_STARTED, first chunk
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hel")
+    feed(driver)
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hello")
+    feed(driver)
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hello!")
+    feed(driver)
+    assert chat.messages[-2:] == (
+        AssistantMessage(id="m1", content="Hello!"),
+        AssistantMessage(id="m2", content="Second"),
+    )
+    feed(driver)
+    assert chat.messages[-1] == AssistantMessage(id="m2", content="Second one")
+    assert chat.is_loading is True
+    assert chat.core_state.checkpoint == before
+
+    feed(driver, 2)  # RUN_FINISHED, end of stream
+    assert_idle_ok(chat)
+    assert list(chat.core_state.checkpoint.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="m1", content="Hello!"),
+        AssistantMessage(id="m2", content="Second one"),
+    ]
+
+
+def test_R_J1_R_J2_reasoning_messages_from_start_content_end_and_chunks() -> None:
+    """R-J1, R-J2: REASONING_MESSAGE_START/CONTENT/END and REASONING_MESSAGE_CHUNK build
+    ReasoningMessages (role "reasoning"); REASONING_START/END only mark the phase."""
+    driver, chat = chat_with(
+        succeed_held(
+            ev("REASONING_START", messageId="phase"),
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="Think"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="ing"),
+            ev("REASONING_MESSAGE_END", messageId="r1"),
+            ev("REASONING_MESSAGE_CHUNK", messageId="r2", delta="More"),
+            ev("REASONING_MESSAGE_CHUNK", delta=" thought"),
+            ev("REASONING_END", messageId="phase"),
+            *text("m1", "Answer"),
+        )
+    )
+    start(chat, driver)
+    feed(driver, 2)  # RUN_STARTED, REASONING_START
+    assert list(chat.messages) == [*HISTORY, user()]
+    feed(driver, 2)  # REASONING_MESSAGE_START, first content
+    assert chat.messages[-1] == ReasoningMessage(id="r1", content="Think")
+    assert chat.messages[-1].role == "reasoning"
+    assert chat.is_loading is True
+    feed(driver, 2)  # content, end
+    assert chat.messages[-1] == ReasoningMessage(id="r1", content="Thinking")
+    feed(driver)  # first chunk of r2
+    assert chat.messages[-1] == ReasoningMessage(id="r2", content="More")
+    driver.run_until_idle()
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        ReasoningMessage(id="r1", content="Thinking"),
+        ReasoningMessage(id="r2", content="More thought"),
+        AssistantMessage(id="m1", content="Answer"),
+    ]
+    assert [m.role for m in chat.messages[-3:]] == ["reasoning", "reasoning", "assistant"]
+
+
+# -- R-J2: tool calls -----------------------------------------------------------------------
+
+
+def test_R_J2_tool_call_with_parent_attaches_to_the_open_text_message() -> None:
+    """R-J2: TOOL_CALL_START naming the open text message as parent puts the call on
+    that message: one assistant message with content and tool_calls; argument deltas
+    concatenate and are visible as they arrive."""
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Let me look"),
+            ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup", parentMessageId="m1"),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta='{"q":'),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta=' "lamp"'),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta="}"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+        )
+    )
+    start(chat, driver)
+    feed(driver, 4)  # RUN_STARTED, START, CONTENT, TOOL_CALL_START
+    assert chat.messages[-1] == AssistantMessage(
+        id="m1", content="Let me look", tool_calls=(call("tc1", "lookup", ""),)
+    )
+    partial = []
+    for _ in range(3):
+        feed(driver)
+        partial.append(arguments(chat.messages[-1]))
+    assert partial == ['{"q":', '{"q": "lamp"', '{"q": "lamp"}']
+    assert len(chat.messages) == len(HISTORY) + 2
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(
+            id="m1", content="Let me look", tool_calls=(call("tc1", "lookup", '{"q": "lamp"}'),)
+        ),
+    ]
+
+
+def test_R_J2_tool_call_without_parent_gets_its_own_assistant_message() -> None:
+    """R-J2: a call without parentMessageId is held by a new assistant message whose id
+    is the tool call id; a text message before it is left alone."""
+    driver, chat = chat_with(succeed(*text("m1", "Sure"), *tool_call("tc1", "lookup", {"q": 1})))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="m1", content="Sure"),
+        AssistantMessage(id="tc1", tool_calls=(call("tc1", "lookup", '{"q": 1}'),)),
+    ]
+
+
+def test_R_J2_tool_call_parent_naming_no_message_of_the_run_creates_that_message() -> None:
+    """R-J2: a parentMessageId that names no message of this run creates an assistant
+    message with that id; a second call naming it joins the same message."""
+    driver, chat = chat_with(
+        succeed(
+            *tool_call("tc1", "lookup", {"q": 1}, parent_message_id="a9"),
+            *tool_call("tc2", "lookup", {"q": 2}, parent_message_id="a9"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(
+            id="a9",
+            tool_calls=(call("tc1", "lookup", '{"q": 1}'), call("tc2", "lookup", '{"q": 2}')),
+        ),
+    ]
+
+
+def test_R_J1_R_J2_tool_call_chunks_open_the_call_and_append_arguments() -> None:
+    """R-J1, R-J2: the first TOOL_CALL_CHUNK (with toolCallName) opens the call, later
+    chunks append to it (with or without toolCallId), the run's end closes it."""
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TOOL_CALL_CHUNK", toolCallId="tc1", toolCallName="lookup", delta='{"q"'),
+            ev("TOOL_CALL_CHUNK", toolCallId="tc1", delta=": "),
+            ev("TOOL_CALL_CHUNK", delta="7}"),
+            ev(
+                "TOOL_CALL_CHUNK",
+                toolCallId="tc2",
+                toolCallName="fetch",
+                parentMessageId="tc1",
+                delta="{}",
+            ),
+        )
+    )
+    start(chat, driver)
+    feed(driver, 2)
+    assert chat.messages[-1] == AssistantMessage(
+        id="tc1", tool_calls=(call("tc1", "lookup", '{"q"'),)
+    )
+    feed(driver)
+    assert arguments(chat.messages[-1]) == '{"q": '
+    feed(driver)
+    assert arguments(chat.messages[-1]) == '{"q": 7}'
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(
+            id="tc1", tool_calls=(call("tc1", "lookup", '{"q": 7}'), call("tc2", "fetch", "{}"))
+        ),
+    ]
+
+
+def test_R_J2_R_D5_tool_call_result_adds_a_tool_message_and_the_call_is_not_run() -> None:
+    """R-J2: TOOL_CALL_RESULT becomes a ToolMessage with the call's id; R-D5: a call that
+    already has a result is not executed locally, even for a registered tool."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        succeed(
+            *tool_call("tc1", "lookup", {"q": 1}),
+            ev("TOOL_CALL_RESULT", messageId="r1", toolCallId="tc1", content="42", role="tool"),
+        ),
+        local_tools={"lookup": ran.append},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="tc1", tool_calls=(call("tc1", "lookup", '{"q": 1}'),)),
+        ToolMessage(id="r1", content="42", tool_call_id="tc1"),
+    ]
+    assert ran == []
+    assert len(driver.requests) == 1
+
+
+def test_R_J2_a_later_run_never_modifies_an_earlier_runs_message() -> None:
+    """R-J2, R-F6: a tool call whose parentMessageId names an assistant message committed
+    by an earlier run does not touch that message (same object, no tool_calls); the
+    call lands in a message of the new run."""
+    driver, chat = chat_with(
+        succeed(*text("m1", "First answer")),
+        succeed(*tool_call("tc1", "lookup", {"q": 1}, parent_message_id="m1")),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    earlier = chat.messages[-1]
+    assert earlier == AssistantMessage(id="m1", content="First answer")
+
+    start(chat, driver, "Again", "u2")
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[len(HISTORY) + 1] is earlier
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="m1", content="First answer"),
+        user("u2", "Again"),
+        AssistantMessage(id="m1", tool_calls=(call("tc1", "lookup", '{"q": 1}'),)),
+    ]
+    # The second request carried the earlier message unchanged.
+    assert driver.requests[1].json["messages"][len(HISTORY) + 1] == {
+        "id": "m1",
+        "role": "assistant",
+        "content": "First answer",
+    }
+
+
+# -- R-J2: state ----------------------------------------------------------------------------
+
+
+def test_R_J2_state_snapshot_replaces_the_state_and_commits_at_the_end() -> None:
+    driver, chat = chat_with(
+        succeed_held(state_snapshot({"plan": ["a", "b"], "done": False})),
+        succeed(),
+        state={"old": True, "n": 1},
+    )
+    before = start(chat, driver)
+    feed(driver, 2)  # RUN_STARTED, STATE_SNAPSHOT
+    assert thaw(chat.state) == {"plan": ["a", "b"], "done": False}
+    assert chat.core_state.checkpoint == before  # streamed, not yet committed
+    assert chat.is_loading is True
+    feed(driver, 2)
+    assert_idle_ok(chat)
+    assert thaw(chat.core_state.checkpoint.state) == {"plan": ["a", "b"], "done": False}
+    start(chat, driver, "Next", "u2")
+    assert driver.requests[1].json["state"] == {"plan": ["a", "b"], "done": False}
+
+
+def test_R_J2_state_delta_applies_several_operations() -> None:
+    """R-J2: STATE_DELTA is RFC 6902: add, remove, replace, move, copy and test, in order."""
+    driver, chat = chat_with(
+        succeed(
+            state_delta(
+                {"op": "add", "path": "/items/-", "value": "c"},
+                {"op": "replace", "path": "/n", "value": 2},
+                {"op": "remove", "path": "/gone"},
+                {"op": "copy", "from": "/items/0", "path": "/first"},
+                {"op": "move", "from": "/tmp", "path": "/moved"},
+                {"op": "test", "path": "/n", "value": 2},
+                {"op": "add", "path": "/nested", "value": {"a/b": [1]}},
+            ),
+            state_delta({"op": "add", "path": "/nested/a~1b/0", "value": 0}),
+        ),
+        state={"items": ["a", "b"], "n": 1, "gone": 1, "tmp": {"x": 1}},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert thaw(chat.state) == {
+        "items": ["a", "b", "c"],
+        "n": 2,
+        "first": "a",
+        "moved": {"x": 1},
+        "nested": {"a/b": [0, 1]},
+    }
+
+
+@pytest.mark.parametrize(
+    "bad_op",
+    [
+        pytest.param({"op": "remove", "path": "/missing"}, id="remove-missing-path"),
+        pytest.param({"op": "frobnicate", "path": "/n", "value": 1}, id="unknown-op"),
+        pytest.param({"op": "test", "path": "/n", "value": 99}, id="test-failure"),
+        pytest.param({"op": "replace", "path": "/nope/deeper", "value": 1}, id="no-parent"),
+        pytest.param({"op": "add", "path": "/items/7", "value": 1}, id="index-out-of-range"),
+        pytest.param({"op": "add", "value": 1}, id="no-path"),
+    ],
+)
+def test_R_J2_R_F6_invalid_state_delta_fails_the_run_atomically(bad_op: dict[str, Any]) -> None:
+    """R-J2, R-F6: an invalid patch (its earlier operations valid) is a non-retryable
+    ProtocolError; nothing of it, nor of what the run streamed before, is committed."""
+    driver, chat = chat_with(
+        succeed(
+            *text("m1", "Working"),
+            state_delta({"op": "replace", "path": "/n", "value": 5}),
+            state_delta(
+                {"op": "replace", "path": "/n", "value": 6},
+                {"op": "add", "path": "/items/-", "value": "z"},
+                bad_op,
+            ),
+            *text("m2", "never reached"),
+        ),
+        state={"n": 0, "items": ["a"]},
+    )
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+    assert thaw(chat.state) == {"n": 0, "items": ["a"]}
+    assert list(chat.messages) == [*HISTORY, user()]
+
+
+def test_R_J2_invalid_patch_seen_while_streaming_keeps_nothing_half_applied() -> None:
+    """R-J2: the streamed state right before a failing patch is the one before the patch;
+    after the failure the committed state is back."""
+    driver, chat = chat_with(
+        succeed_held(
+            state_delta({"op": "replace", "path": "/n", "value": 1}),
+            state_delta(
+                {"op": "replace", "path": "/n", "value": 2},
+                {"op": "remove", "path": "/missing"},
+            ),
+        ),
+        state={"n": 0},
+    )
+    before = start(chat, driver)
+    feed(driver, 2)
+    assert thaw(chat.state) == {"n": 1}
+    assert chat.is_loading is True
+    feed(driver)
+    assert_rolled_back(driver, chat, before)
+    assert thaw(chat.state) == {"n": 0}
+
+
+# -- R-J2: messages snapshot ------------------------------------------------------------------
+
+
+def test_R_J2_messages_snapshot_reconciles_by_id() -> None:
+    """R-J2: MESSAGES_SNAPSHOT replaces the history; an unchanged message keeps the same
+    object, a changed one is replaced, a missing one is gone, a new one is added."""
+    driver, chat = chat_with(
+        succeed(*text("a1", "Answer one"), *text("a2", "Answer two")),
+        succeed(
+            ev(
+                "MESSAGES_SNAPSHOT",
+                messages=[
+                    {"id": "old-u", "role": "user", "content": "Earlier question"},
+                    {"id": "u1", "role": "user", "content": "Go"},
+                    {"id": "a1", "role": "assistant", "content": "Answer one (edited)"},
+                    {"id": "u2", "role": "user", "content": "Next"},
+                    {"id": "a3", "role": "assistant", "content": "New"},
+                ],
+            )
+        ),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    old = {m.id: m for m in chat.messages}
+    assert set(old) == {"old-u", "old-a", "u1", "a1", "a2"}
+    old_u2 = start(chat, driver, "Next", "u2").messages[-1]
+    assert old_u2 == user("u2", "Next")
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    expected = [
+        UserMessage(id="old-u", content="Earlier question"),
+        user(),
+        AssistantMessage(id="a1", content="Answer one (edited)"),
+        user("u2", "Next"),
+        AssistantMessage(id="a3", content="New"),
+    ]
+    assert list(chat.messages) == expected
+    assert list(chat.core_state.checkpoint.messages) == expected
+    assert chat.messages[0] is old["old-u"]
+    assert chat.messages[1] is old["u1"]
+    assert chat.messages[3] is old_u2
+    assert chat.messages[2] is not old["a1"]
+
+
+def test_R_J2_messages_snapshot_ends_open_streams() -> None:
+    """R-J2: a text message and a tool call still streaming end at a MESSAGES_SNAPSHOT:
+    the snapshot's version is what shows and what the run's end commits."""
+    snapshot = [
+        {"id": "u1", "role": "user", "content": "Go"},
+        {
+            "id": "m1",
+            "role": "assistant",
+            "content": "Full text",
+            "toolCalls": [
+                {"id": "tc1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+            ],
+        },
+    ]
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Partial"),
+            ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup", parentMessageId="m1"),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta='{"q": "half'),
+            ev("MESSAGES_SNAPSHOT", messages=snapshot),
+        ),
+    )
+    start(chat, driver)
+    feed(driver, 5)
+    assert chat.messages[-1] == AssistantMessage(
+        id="m1", content="Partial", tool_calls=(call("tc1", "lookup", '{"q": "half'),)
+    )
+    feed(driver)  # MESSAGES_SNAPSHOT
+    expected = [
+        user(),
+        AssistantMessage(id="m1", content="Full text", tool_calls=(call("tc1", "lookup", "{}"),)),
+    ]
+    assert list(chat.messages) == expected
+    assert chat.is_loading is True
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == expected
+    assert list(chat.core_state.checkpoint.messages) == expected
+
+
+# -- R-J2: activities -----------------------------------------------------------------------
+
+
+def test_R_J1_R_J2_activity_snapshots_and_deltas() -> None:
+    """R-J1, R-J2: ACTIVITY_SNAPSHOT creates an ActivityMessage; a second one with
+    replace=false keeps the first; ACTIVITY_DELTA patches its content; a snapshot
+    without replace=false replaces it."""
+    driver, chat = chat_with(
+        succeed_held(
+            ev(
+                "ACTIVITY_SNAPSHOT",
+                messageId="act1",
+                activityType="PLAN",
+                content={"steps": ["a"]},
+            ),
+            ev(
+                "ACTIVITY_SNAPSHOT",
+                messageId="act1",
+                activityType="PLAN",
+                content={"steps": ["ignored"]},
+                replace=False,
+            ),
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="act1",
+                activityType="PLAN",
+                patch=[{"op": "add", "path": "/steps/-", "value": "b"}],
+            ),
+            ev(
+                "ACTIVITY_SNAPSHOT",
+                messageId="act2",
+                activityType="SEARCH",
+                content={"q": "lamp"},
+            ),
+            ev(
+                "ACTIVITY_SNAPSHOT",
+                messageId="act2",
+                activityType="SEARCH",
+                content={"q": "lamps"},
+                replace=True,
+            ),
+        )
+    )
+    start(chat, driver)
+
+    def plan() -> ActivityMessage:
+        return ActivityMessage(id="act1", activity_type="PLAN", content=obj({"steps": steps}))
+
+    feed(driver, 2)
+    steps = ["a"]
+    assert chat.messages[-1] == plan()
+    assert chat.messages[-1].role == "activity"
+    feed(driver)  # replace=false: kept
+    assert chat.messages[-1] == plan()
+    assert len(chat.messages) == len(HISTORY) + 2
+    feed(driver)  # delta
+    steps = ["a", "b"]
+    assert chat.messages[-1] == plan()
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        plan(),
+        ActivityMessage(id="act2", activity_type="SEARCH", content=obj({"q": "lamps"})),
+    ]
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        pytest.param(
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="nope",
+                activityType="PLAN",
+                patch=[{"op": "add", "path": "/x", "value": 1}],
+            ),
+            id="unknown-activity",
+        ),
+        pytest.param(
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="act1",
+                activityType="PLAN",
+                patch=[{"op": "remove", "path": "/missing"}],
+            ),
+            id="invalid-patch",
+        ),
+    ],
+)
+def test_R_J2_bad_activity_delta_is_a_protocol_error(delta: dict[str, Any]) -> None:
+    driver, chat = chat_with(
+        succeed(
+            *text("m1", "Partial work"),
+            ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1}),
+            delta,
+        )
+    )
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+
+
+# -- R-J1: tolerance ------------------------------------------------------------------------
+
+
+def test_R_J1_unknown_event_types_and_unknown_fields_are_tolerated() -> None:
+    """R-J1: an event type AG-UI 1.0 does not define, and unknown fields on known events,
+    messages and outcomes, are read past: the run completes as without them."""
+
+    def handler(req: Request) -> Reply:
+        return reply(
+            {**started(req), "futureField": {"x": 1}, "protocolVersion": "1.0"},
+            ev("FUTURE_THING", payload=[1, 2], messageId="m1"),
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant", sparkle=True),
+            ev("FUTURE_THING"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hi", confidence=0.9),
+            ev("TEXT_MESSAGE_END", messageId="m1", extra=None),
+            {**state_snapshot({"k": 1}), "version": 7},
+            {**finished(req, {"type": "success", "note": "new"}), "trailer": "x"},
+        )
+
+    driver, chat = chat_with(handler)
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [*HISTORY, user(), AssistantMessage(id="m1", content="Hi")]
+    assert thaw(chat.state) == {"k": 1}
+    assert chat.warnings == ()
+    assert len(driver.requests) == 1
+
+
+PASS_THROUGH = [
+    ev("RAW", event={"vendor": "x", "data": [1]}, source="openai"),
+    ev("CUSTOM", name="progress", value={"pct": 50}),
+    ev("STEP_STARTED", stepName="plan"),
+    ev("STEP_FINISHED", stepName="plan"),
+    ev("REASONING_START", messageId="phase"),
+    ev("REASONING_END", messageId="phase"),
+    ev("SUBAGENT_STARTED", subagentRunId="s1", name="helper", parentMessageId="m1"),
+    ev("SUBAGENT_FINISHED", subagentRunId="s1", result={"ok": True}),
+    ev("SUBAGENT_ERROR", subagentRunId="s2", message="subagent failed", code="E"),
+]
+
+
+def test_R_J1_pass_through_events_do_not_disturb_messages_or_state() -> None:
+    """R-J1: RAW, CUSTOM, STEP_*, REASONING_START/END and SUBAGENT_* (an error of a
+    subagent included) are read and leave messages, state and the run's outcome alone,
+    even when they arrive in the middle of a streaming message and tool call."""
+
+    def body(noise: list[dict[str, Any]]) -> list[Any]:
+        return [
+            *noise,
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+            *noise,
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hello"),
+            *noise,
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+            ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup"),
+            *noise,
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta="{}"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
+            state_snapshot({"s": 1}),
+            *noise,
+        ]
+
+    plain_driver, plain = chat_with(succeed(*body([])))
+    start(plain, plain_driver)
+    plain_driver.run_until_idle()
+    noisy_driver, noisy = chat_with(succeed(*body(PASS_THROUGH)))
+    start(noisy, noisy_driver)
+    noisy_driver.run_until_idle()
+
+    assert_idle_ok(noisy)
+    assert noisy.core_state.checkpoint == plain.core_state.checkpoint
+    assert list(noisy.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="m1", content="Hello"),
+        AssistantMessage(id="tc1", tool_calls=(call("tc1", "lookup", "{}"),)),
+    ]
+    assert thaw(noisy.state) == {"s": 1}
+    assert noisy.warnings == ()
+
+
+# -- R-J2: violations after the acknowledgement ---------------------------------------------
+
+
+VIOLATIONS = {
+    "content-for-unopened-message": [ev("TEXT_MESSAGE_CONTENT", messageId="m9", delta="x")],
+    "end-twice": [
+        ev("TEXT_MESSAGE_START", messageId="m2", role="assistant"),
+        ev("TEXT_MESSAGE_END", messageId="m2"),
+        ev("TEXT_MESSAGE_END", messageId="m2"),
+    ],
+    "content-after-end": [
+        ev("TEXT_MESSAGE_START", messageId="m2", role="assistant"),
+        ev("TEXT_MESSAGE_END", messageId="m2"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m2", delta="late"),
+    ],
+    "start-twice": [
+        ev("TEXT_MESSAGE_START", messageId="m2", role="assistant"),
+        ev("TEXT_MESSAGE_START", messageId="m2", role="assistant"),
+    ],
+    "args-for-unknown-call": [ev("TOOL_CALL_ARGS", toolCallId="tc9", delta="{}")],
+    "tool-call-end-unknown": [ev("TOOL_CALL_END", toolCallId="tc9")],
+    "tool-call-started-twice": [
+        ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup"),
+        ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup"),
+    ],
+    "first-tool-call-chunk-without-name": [ev("TOOL_CALL_CHUNK", toolCallId="tc1", delta="{}")],
+    "text-chunk-without-id-nothing-open": [ev("TEXT_MESSAGE_CHUNK", delta="x")],
+    "reasoning-content-unopened": [ev("REASONING_MESSAGE_CONTENT", messageId="r9", delta="x")],
+    "malformed-frame-after-ack": ["{oops"],
+    "known-event-missing-required-field": [ev("TEXT_MESSAGE_CONTENT", messageId="m1")],
+}
+
+
+@pytest.mark.parametrize("events", list(VIOLATIONS.values()), ids=list(VIOLATIONS))
+def test_R_J2_R_F6_violation_after_ack_is_fatal_and_rolls_back(events: list[Any]) -> None:
+    """R-J2, R-F1, R-F6: an event that breaks AG-UI after the acknowledgement is a
+    non-retryable ProtocolError; the run's streamed messages and state are dropped,
+    the committed checkpoint is intact and no retry request goes out."""
+    driver, chat = chat_with(
+        succeed(
+            *text("m1", "Streamed but never committed"),
+            state_snapshot({"streamed": True}),
+            *events,
+            *text("m3", "after the violation"),
+        ),
+        state={"committed": True},
+    )
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+    assert list(chat.messages) == [*HISTORY, user()]
+    assert thaw(chat.state) == {"committed": True}
+
+
+# -- R-J3: the lifecycle of a stream --------------------------------------------------------
+
+
+BAD_FIRST_EVENTS: dict[str, Callable[[Request], Any]] = {
+    "text-first": lambda req: ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+    "state-first": lambda req: state_snapshot({"x": 1}),
+    "finished-first": finished,
+    "unknown-type-first": lambda req: ev("FUTURE_THING"),
+    "run-started-other-run-id": lambda req: {**started(req), "runId": "someone-else"},
+    "run-started-other-thread": lambda req: {**started(req), "threadId": "other-thread"},
+    "malformed-json": lambda req: "{oops",
+}
+
+
+@pytest.mark.parametrize("first", list(BAD_FIRST_EVENTS.values()), ids=list(BAD_FIRST_EVENTS))
+def test_R_J3_R_F1_stream_not_opening_with_matching_run_started_is_retried(
+    first: Callable[[Request], Any],
+) -> None:
+    """R-J3, R-F1, R-F2: anything but the matching RUN_STARTED first is a retryable
+    protocol error: after the back-off the same request goes out with a fresh run id."""
+    driver, chat = chat_with(
+        lambda req: reply(first(req), *text("bad", "never shown"), finished(req)),
+        succeed(*text("m1", "Second try")),
+    )
+    start(chat, driver)
+    assert len(driver.requests) == 1
+    assert driver.pending_timers() == [(FAKE_EPOCH + 1.0, "retry")]
+    assert (chat.is_loading, chat.error) == (True, None)
+    assert list(chat.messages) == [*HISTORY, user()]
+
+    driver.advance(0.5)
+    driver.run_until_idle(follow_retries=False)
+    assert len(driver.requests) == 1  # still waiting out the back-off
+    driver.advance(0.5)
+    driver.run_until_idle(follow_retries=False)
+    assert len(driver.requests) == 2
+    first_req, second_req = driver.requests
+    assert first_req.run_id != second_req.run_id
+    assert first_req.thread_id == second_req.thread_id
+    assert without_run_id(first_req) == without_run_id(second_req)
+    assert second_req.resume is None
+
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="m1", content="Second try"),
+    ]
+
+
+def test_R_J3_malformed_frames_before_ack_exhaust_the_budget_with_a_retryable_error() -> None:
+    """R-J3, R-F1: malformed JSON before the acknowledgement is retried with back-off
+    (1 s, then 2 s); when the budget runs out the recorded error says retryable=True."""
+    driver, chat = chat_with(every=lambda req: reply("{oops", started(req), finished(req)))
+    before = start(chat, driver)
+    driver.run_until_idle()
+    assert len(driver.requests) == 3
+    assert len({r.run_id for r in driver.requests}) == 3
+    assert driver.clock.now() == FAKE_EPOCH + 3.0
+    error = chat.error
+    assert isinstance(error, ProtocolError)
+    assert error.retryable is True
+    assert chat.core_state.checkpoint == before
+    assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
+    assert driver.pending_timers() == []
+
+
+def test_R_J3_R_F1_run_error_as_the_first_event_is_not_retried() -> None:
+    """R-J3, R-F1: a stream may begin with RUN_ERROR: the run fails with RunError, once."""
+    driver, chat = chat_with(lambda req: reply(run_error("quota exceeded", "QUOTA")))
+    before = start(chat, driver)
+    driver.run_until_idle()
+    assert chat.error == RunError("quota exceeded", "QUOTA")
+    assert len(driver.requests) == 1
+    assert chat.core_state.checkpoint == before
+    assert chat.is_loading is False
+
+
+def test_R_J3_end_of_stream_before_ack_is_retried() -> None:
+    """R-J3: an empty stream (ended before RUN_STARTED) is a retryable protocol error."""
+    driver, chat = chat_with(reply(), succeed(*text("m1", "Done")))
+    start(chat, driver)
+    assert driver.pending_timers() == [(FAKE_EPOCH + 1.0, "retry")]
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Done")
+
+
+def test_R_J3_R_F6_truncated_run_after_ack_fails_and_commits_nothing() -> None:
+    """R-J3, R-F6: a stream that ends after RUN_STARTED without a terminal event is a
+    failure, never a success: the partial text is not committed and nothing is retried."""
+    driver, chat = chat_with(
+        lambda req: reply(
+            started(req),
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Half an ans"),
+            state_snapshot({"half": True}),
+        ),
+        state={"whole": True},
+    )
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+    assert all(m.id != "m1" for m in chat.messages)
+
+
+def test_R_J3_truncated_run_after_ack_is_a_failure_even_with_complete_messages() -> None:
+    driver, chat = chat_with(lambda req: reply(started(req), *text("m1", "Complete text")))
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+
+
+def test_R_J3_duplicate_run_started_after_ack_fails_the_run() -> None:
+    driver, chat = chat_with(
+        lambda req: reply(started(req), *text("m1", "One"), started(req), finished(req))
+    )
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [{"runId": "other-run"}, {"threadId": "other-thread"}],
+    ids=["other-run-id", "other-thread-id"],
+)
+def test_R_J3_run_finished_with_other_ids_fails_the_run(override: dict[str, str]) -> None:
+    driver, chat = chat_with(
+        lambda req: reply(started(req), *text("m1", "One"), {**finished(req), **override})
+    )
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+
+
+def interrupt_then(*late: Any) -> Handler:
+    """An interrupted run whose stream goes on after RUN_FINISHED with ``late``."""
+
+    def handler(req: Request) -> Reply:
+        return held(
+            started(req),
+            *text("m1", "Need approval"),
+            interrupted(req, {"id": "approve", "reason": "input_required"}),
+            *late,
+        )
+
+    return handler
+
+
+def test_R_J3_late_run_error_is_surfaced_and_does_not_withdraw_the_batch() -> None:
+    """R-J3, R-A1: after RUN_FINISHED with an interrupt outcome, a late RUN_ERROR on the
+    same stream sets ``error`` but the batch stays published (same object), the
+    checkpoint stays committed, and the batch can still be resumed."""
+    driver, chat = chat_with(
+        interrupt_then(run_error("late trouble", "LATE")),
+        succeed(*text("m2", "Resumed")),
+    )
+    start(chat, driver)
+    feed(driver, 5)  # RUN_STARTED, 3 text events, RUN_FINISHED(interrupt)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    assert [it.id for it in batch.interrupts] == ["approve"]
+    committed = chat.core_state.checkpoint
+    assert list(committed.messages)[-1] == AssistantMessage(id="m1", content="Need approval")
+    assert (chat.is_loading, chat.error) == (False, None)
+
+    feed(driver)  # the late RUN_ERROR
+    assert chat.error == RunError("late trouble", "LATE")
+    assert chat.pending_interrupts is batch
+    assert chat.core_state.checkpoint == committed
+    assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
+    feed(driver)  # end of stream
+    assert chat.pending_interrupts is batch
+
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
+    assert chat.error is None
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    assert driver.requests[1].resume == [
+        {"interruptId": "approve", "status": "resolved", "payload": True}
+    ]
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(id="m2", content="Resumed")
+
+
+LATE_EVENTS: dict[str, Callable[[], Any]] = {
+    "text": lambda: ev("TEXT_MESSAGE_START", messageId="late", role="assistant"),
+    "state": lambda: state_snapshot({"late": True}),
+    "run-started": lambda: ev("RUN_STARTED", threadId="t", runId="r"),
+    "run-finished": lambda: ev("RUN_FINISHED", threadId="t", runId="r"),
+    "malformed": lambda: "{oops",
+}
+
+
+@pytest.mark.parametrize("late", list(LATE_EVENTS.values()), ids=list(LATE_EVENTS))
+def test_R_J3_other_late_events_are_protocol_errors_that_keep_the_batch(
+    late: Callable[[], Any],
+) -> None:
+    """R-J3: after a run closes only a late RUN_ERROR is tolerated; anything else is
+    recorded as a ProtocolError, but the batch and the checkpoint stay."""
+    driver, chat = chat_with(interrupt_then(late()))
+    start(chat, driver)
+    feed(driver, 5)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    committed = chat.core_state.checkpoint
+    feed(driver)
+    assert isinstance(chat.error, ProtocolError)
+    assert chat.pending_interrupts is batch
+    assert chat.core_state.checkpoint == committed
+    assert list(chat.messages) == list(committed.messages)
+    assert thaw(chat.state) is None
+    assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
+    driver.release(10)
+    driver.run_until_idle()
+    assert len(driver.requests) == 1
+    assert chat.pending_interrupts is batch
+
+
+def test_R_J3_late_event_after_success_is_recorded_and_keeps_the_commit() -> None:
+    driver, chat = chat_with(
+        lambda req: reply(
+            started(req), *text("m1", "Done"), finished(req), *text("m2", "after the end")
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError)
+    assert list(chat.messages) == [*HISTORY, user(), AssistantMessage(id="m1", content="Done")]
+    assert chat.is_loading is False
+    assert len(driver.requests) == 1
+
+
+# -- R-J5: the cancelled and unknown outcomes -----------------------------------------------
+
+
+def test_R_J5_cancelled_outcome_commits_and_starts_nothing() -> None:
+    """R-J5, R-A5: RUN_FINISHED with outcome cancelled commits what was streamed, runs no
+    local tool (even one registered and called in that run), sends no follow-up; the
+    next run is an ordinary run."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        outcome(
+            *text("m1", "Stopping here"),
+            *tool_call("tc1", "lookup", {"q": 1}),
+            state_snapshot({"step": 1}),
+            result={"type": "cancelled"},
+        ),
+        succeed(*text("m2", "Fresh")),
+        local_tools={"lookup": ran.append},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert ran == []
+    assert len(driver.requests) == 1
+    assert driver.pending_timers() == []
+    expected = [
+        *HISTORY,
+        user(),
+        AssistantMessage(id="m1", content="Stopping here"),
+        AssistantMessage(id="tc1", tool_calls=(call("tc1", "lookup", '{"q": 1}'),)),
+    ]
+    assert list(chat.core_state.checkpoint.messages) == expected
+    assert thaw(chat.state) == {"step": 1}
+
+    start(chat, driver, "Next", "u2")
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    assert driver.requests[1].resume is None
+    assert [m["id"] for m in driver.requests[1].json["messages"]] == [
+        *(m.id for m in expected),
+        "u2",
+    ]
+    assert ran == []
+    assert_idle_ok(chat)
+
+
+def test_R_J5_cancelled_outcome_ends_a_resumed_interaction_without_recovery() -> None:
+    """R-J5, R-C4, R-F5: inside a resumed interaction a cancelled outcome ends it cleanly:
+    is_resuming False, needs_new_thread False, what it streamed committed."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        pause({"id": "approve", "reason": "input_required"}, events=text("m1", "May I?")),
+        lambda req: held(
+            started(req),
+            *text("m2", "Cancelled by the agent"),
+            *tool_call("tc1", "lookup", {}),
+            finished(req, {"type": "cancelled"}),
+        ),
+        local_tools={"lookup": ran.append},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": {}}])
+    driver.run_until_idle()
+    feed(driver, 4)  # RUN_STARTED and the text
+    assert (chat.is_loading, chat.is_resuming, chat.pending_interrupts) == (True, True, None)
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert ran == []
+    assert chat.messages[-2] == AssistantMessage(id="m2", content="Cancelled by the agent")
+    assert len(driver.requests) == 2
+    chat.send("Carry on", message_id="u2")  # no RecoveryRequiredError
+    assert chat.is_resuming is False
+
+
+def test_R_J5_unknown_outcome_is_read_as_success_with_a_warning() -> None:
+    """R-J5, R-J6: an outcome type AG-UI 1.0 does not define is success: the calls to local
+    tools run and a follow-up goes out; ``warnings`` names the type."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        outcome(
+            *text("m1", "Handing off"),
+            *tool_call("tc1", "lookup", {"q": 1}),
+            result={"type": "handoff", "target": "elsewhere"},
+        ),
+        succeed(*text("m2", "Follow-up")),
+        local_tools={"lookup": recorder(ran, "found")},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert chat.error is None
+    assert len(chat.warnings) == 1
+    assert "handoff" in chat.warnings[0]
+    assert ran == [{"q": 1}]
+    assert len(driver.requests) == 2
+    assert driver.requests[1].resume is None
+    assert_idle_ok(chat)
+    tool_messages = [m for m in chat.messages if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.content, m.error) for m in tool_messages] == [("tc1", "found", None)]
+    assert chat.messages[-1] == AssistantMessage(id="m2", content="Follow-up")
+
+
+def test_R_J5_cancelled_and_success_outcomes_add_no_warning() -> None:
+    driver, chat = chat_with(
+        outcome(*text("m1", "a"), result={"type": "cancelled"}),
+        outcome(*text("m2", "b"), result={"type": "success"}),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    start(chat, driver, "again", "u2")
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.warnings == ()
+
+
+# -- R-J6: pendingToolCallIds ---------------------------------------------------------------
+
+
+def test_R_J6_pending_tool_call_ids_run_exactly_those_calls() -> None:
+    """R-J6, R-D5: a success outcome's pendingToolCallIds names the calls the client runs:
+    exactly those; an id the run did not stream gets an error tool message; the
+    follow-up carries the results and no resume."""
+    ran: list[Any] = []
+
+    def lookup(args: Any) -> Any:
+        ran.append(args)
+        return {"found": args["q"]}
+
+    driver, chat = chat_with(
+        outcome(
+            *tool_call("tc1", "lookup", {"q": 1}),
+            *tool_call("tc2", "lookup", {"q": 2}),
+            *tool_call("tc3", "lookup", {"q": 3}),
+            result={"type": "success", "pendingToolCallIds": ["tc1", "tc3", "tc9"]},
+        ),
+        succeed(*text("m2", "Thanks")),
+        local_tools={"lookup": lookup},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert ran == [{"q": 1}, {"q": 3}]
+    assert len(driver.requests) == 2
+    follow_up = driver.requests[1]
+    assert follow_up.resume is None
+    sent_results = [m for m in follow_up.json["messages"] if m["role"] == "tool"]
+    assert [m["toolCallId"] for m in sent_results] == ["tc1", "tc3", "tc9"]
+
+    assert_idle_ok(chat)
+    results = [m for m in chat.messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["tc1", "tc3", "tc9"]
+    assert [json.loads(str(m.content)) for m in results[:2]] == [{"found": 1}, {"found": 3}]
+    assert (results[0].error, results[1].error) == (None, None)
+    assert results[2].error is not None
+    assert "tc9" in results[2].error
+    assert chat.messages[-1] == AssistantMessage(id="m2", content="Thanks")
+
+
+@pytest.mark.parametrize(
+    "result",
+    [None, {"type": "success"}, {"type": "success", "pendingToolCallIds": []}],
+    ids=["no-outcome", "success-without-ids", "empty-ids"],
+)
+def test_R_J6_R_D5_without_pending_ids_the_calls_are_derived_from_the_stream(
+    result: dict[str, Any] | None,
+) -> None:
+    """R-J6, R-D5: without pendingToolCallIds (absent or empty) the client runs the calls
+    this run started, to tools it registered, that have no result yet; a call from an
+    earlier run is not run again."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        outcome(*tool_call("tc0", "lookup", {"q": 0}), result={"type": "cancelled"}),
+        outcome(
+            *tool_call("tc1", "lookup", {"q": 1}),
+            *tool_call("tc2", "server_side", {"q": 2}),
+            *tool_call("tc3", "lookup", {"q": 3}),
+            ev("TOOL_CALL_RESULT", messageId="r3", toolCallId="tc3", content="done"),
+            result=result,
+        ),
+        succeed(*text("m9", "All done")),
+        local_tools={"lookup": recorder(ran, "ok")},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert ran == []
+    start(chat, driver, "Next", "u2")
+    driver.run_until_idle()
+    assert ran == [{"q": 1}]
+    assert len(driver.requests) == 3
+    assert driver.requests[2].resume is None
+    assert_idle_ok(chat)
+    results = [(m.tool_call_id, m.content) for m in chat.messages if isinstance(m, ToolMessage)]
+    assert results == [("tc3", "done"), ("tc1", "ok")]
+    assert chat.messages[-1] == AssistantMessage(id="m9", content="All done")
