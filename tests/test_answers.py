@@ -1,0 +1,813 @@
+"""R-B3: the optional answer check is safe with hostile ``responseSchema``s.
+
+Compiling never runs code from the schema, never fetches, never writes
+defaults into the answer, and is bounded in size, depth and time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import fastjsonschema
+import pytest
+
+from interlude.core import answers
+from interlude.core.answers import (
+    AnswerCheck,
+    SchemaLimits,
+    SchemaRejectedError,
+    check_answer,
+    compile_answer_schema,
+)
+from interlude.core.json import FrozenDict, freeze
+
+APPROVAL = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}},
+    "required": ["approved"],
+    "additionalProperties": False,
+}
+SAFETY_BOUND_S = 2.0  # a generous wall-clock safety bound, not a performance claim
+
+
+def nested(depth: int, make: Callable[[Any], Any], leaf: Any) -> Any:
+    """Build a deeply nested value without recursion."""
+    value = leaf
+    for _ in range(depth):
+        value = make(value)
+    return value
+
+
+class Stopwatch:
+    def __enter__(self) -> Stopwatch:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.elapsed = time.perf_counter() - self.start
+        assert self.elapsed < SAFETY_BOUND_S, f"took {self.elapsed:.2f} s"
+
+
+@pytest.fixture
+def no_side_effects(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail the test if anything tries to run a process or touch the network."""
+
+    def forbidden(*args: object, **kwargs: object) -> Any:
+        raise AssertionError(f"side effect attempted: {args!r}")
+
+    monkeypatch.setattr(os, "system", forbidden)
+    monkeypatch.setattr(os, "popen", forbidden)
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+    monkeypatch.setattr(urllib.request, "urlopen", forbidden)
+    yield
+
+
+# --- normal use --------------------------------------------------------------------------------
+
+
+def test_rb3_purchase_approval_accepts_booleans_and_rejects_readably() -> None:
+    validator = compile_answer_schema(APPROVAL)
+    assert validator.check({"approved": True}) == AnswerCheck(ok=True)
+    assert validator.check({"approved": False}) == AnswerCheck(ok=True)
+    missing = validator.check({})
+    assert not missing.ok
+    assert missing.problems == ("data must contain ['approved'] properties",)
+    wrong = validator.check({"approved": "yes"})
+    assert wrong.problems == ("data.approved must be boolean",)
+    extra = validator.check({"approved": True, "note": "x"})
+    assert not extra.ok and "note" in extra.problems[0]
+
+
+def test_rb3_common_keywords_report_every_problem() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "choice": {"enum": ["approve", "reject"]},
+            "reason": {"type": "string", "minLength": 3},
+            "amount": {"type": "number", "minimum": 0, "maximum": 100},
+            "count": {"type": "integer"},
+            "address": {
+                "type": "object",
+                "properties": {"zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+                "required": ["zip"],
+            },
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            "kind": {"const": "order"},
+        },
+        "required": ["choice"],
+        "additionalProperties": False,
+    }
+    validator = compile_answer_schema(schema)
+    good = {
+        "choice": "approve",
+        "reason": "fine",
+        "amount": 99.5,
+        "count": 3,
+        "address": {"zip": "12345"},
+        "tags": ["a", "b"],
+        "kind": "order",
+    }
+    assert validator.check(good).ok
+    bad = validator.check(
+        {
+            "choice": "maybe",
+            "reason": "no",
+            "amount": 101,
+            "count": 1.5,
+            "address": {"zip": "1234x"},
+            "tags": ["a", 2, "c"],
+            "kind": "other",
+        }
+    )
+    assert not bad.ok
+    text = "\n".join(bad.problems)
+    for expected in (
+        "data.choice must be one of",
+        "data.reason must be longer than or equal to 3 characters",
+        "data.amount must be smaller than or equal to 100",
+        "data.count must be integer",
+        "data.address.zip must match pattern",
+        "data.tags must contain less than or equal to 2 items",
+        "data.tags[1] must be string",
+        "data.kind must be same as const definition: order",
+    ):
+        assert expected in text, (expected, bad.problems)
+
+
+def test_rb3_accepts_frozen_schemas_and_answers() -> None:
+    frozen_schema = freeze(APPROVAL)
+    assert isinstance(frozen_schema, FrozenDict)
+    validator = compile_answer_schema(frozen_schema)
+    assert validator.check(freeze({"approved": True})).ok
+    assert not validator.check(freeze({"approved": 1})).ok
+    array = compile_answer_schema({"type": "array", "items": {"type": "integer"}})
+    assert array.check((1, 2, 3)).ok
+
+
+@pytest.mark.parametrize(
+    ("uri", "draft"),
+    [
+        ("http://json-schema.org/draft-04/schema#", "draft-04"),
+        ("http://json-schema.org/draft-06/schema#", "draft-06"),
+        ("https://json-schema.org/draft-07/schema", "draft-07"),
+        ("https://json-schema.org/draft/2019-09/schema", "draft/2019-09"),
+    ],
+)
+def test_rb3_known_drafts_are_used(uri: str, draft: str) -> None:
+    validator = compile_answer_schema({**APPROVAL, "$schema": uri})
+    assert validator.draft == draft
+    assert validator.check({"approved": True}).ok
+    assert compile_answer_schema(APPROVAL).draft == "draft/2019-09"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"},
+        {"$schema": "http://example.com/my-draft", "type": "object"},
+        {"$schema": None},
+        {"$schema": 4},
+    ],
+)
+def test_rb3_unknown_schema_draft_is_rejected(schema: dict[str, Any]) -> None:
+    with pytest.raises(SchemaRejectedError, match=r"\$schema"):
+        compile_answer_schema(schema)
+
+
+@pytest.mark.parametrize("schema", [True, False, [], "string", 3, None])
+def test_rb3_schema_must_be_an_object(schema: Any) -> None:
+    with pytest.raises(SchemaRejectedError, match="not a JSON object"):
+        compile_answer_schema(schema)
+
+
+def test_rb3_rejection_says_why_and_what_to_do() -> None:
+    with pytest.raises(SchemaRejectedError) as info:
+        compile_answer_schema({"$ref": "https://example.com/schema.json"})
+    assert "never fetched" in info.value.reason or "outside the schema" in info.value.reason
+    assert "free JSON" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_rb3_malformed_schemas_are_rejected_not_crashes() -> None:
+    for schema in (
+        {"type": "banana"},
+        {"type": {"not": "hashable"}},
+        {"minLength": "three"},
+        {"format": ["list"]},
+        {"required": [{"a": 1}]},
+        {"multipleOf": 0},
+        {"enum": 3},
+        {"properties": []},
+        {"prefixItems": [{"type": "string"}], "items": {"type": "number"}},
+        {"a": float("nan")},
+        {"a": 10**400},
+        {"a": {1: "non-string key"}},
+        {"a": {"set"}},
+    ):
+        with pytest.raises(SchemaRejectedError):
+            compile_answer_schema(schema)  # type: ignore[arg-type]
+
+
+def test_rb3_check_answer_convenience() -> None:
+    assert check_answer(APPROVAL, {"approved": True}).ok
+    assert not check_answer(APPROVAL, {}).ok
+    with pytest.raises(SchemaRejectedError):
+        check_answer({"$ref": "http://x/"}, {})
+
+
+def test_rb3_limits_are_validated() -> None:
+    with pytest.raises(ValueError, match="max_depth"):
+        SchemaLimits(max_depth=0)
+    with pytest.raises(ValueError, match="max_bytes"):
+        SchemaLimits(max_bytes=True)
+
+
+# --- 1. no code runs from the schema -----------------------------------------------------------
+
+PAYLOADS = [
+    "\"); __import__('pathlib').Path(MARK).touch()#",
+    "'); __import__('pathlib').Path(MARK).touch()#",
+    '"""; __import__("pathlib").Path(MARK).touch(); """',
+    "\\\"); __import__('pathlib').Path(MARK).touch()#\\",
+    "\n__import__('pathlib').Path(MARK).touch()\n",
+    "\r\n__import__('pathlib').Path(MARK).touch()  # \u2028 \x0c \x00",
+    "{__import__('pathlib').Path(MARK).touch()}",
+    "{data.__class__.__init__.__globals__}",
+    "{0.__class__}{{}}}{",
+    "f'{__import__(\"pathlib\").Path(MARK).touch()}'",
+    "\\N{LATIN SMALL LETTER A}\\x41\\u0041 \ud800 \U0001f600",
+    "__import__",
+    "'; import os; os.system('touch MARK')#",
+]
+
+
+def payloads(mark: Path) -> list[str]:
+    return [p.replace("MARK", str(mark)) for p in PAYLOADS]
+
+
+def hostile_schema(mark: Path) -> dict[str, Any]:
+    texts = payloads(mark)
+    properties: dict[str, Any] = {
+        text: {
+            "type": "string",
+            "title": text,
+            "description": text,
+            "$comment": text,
+            "format": text,
+            "default": text,
+            "examples": [text],
+            "definition_rule": text,  # fastjsonschema echoes this raw without detailed errors
+            "const": text,
+            text: text,
+        }
+        for text in texts
+    }
+    return {
+        "$id": texts[0],
+        "title": texts[1],
+        "type": "object",
+        "properties": properties,
+        "required": texts[:3],
+        "enum": [{t: t for t in texts}, *texts],
+        "dependencies": {texts[4]: [texts[5]], texts[6]: {"required": [texts[7]]}},
+        "definitions": {t: {"const": t, "enum": [t]} for t in texts},
+        "propertyNames": {"enum": texts},
+        texts[8]: {"$ref": "#/definitions/" + texts[8].replace("~", "~0").replace("/", "~1")},
+    }
+
+
+def test_rb3_no_code_runs_from_schema_strings(tmp_path: Path, no_side_effects: None) -> None:
+    mark = tmp_path / "pwned"
+    texts = payloads(mark)
+    validator = compile_answer_schema(hostile_schema(mark))
+    answer = {t: t for t in texts}  # satisfies every keyword of the hostile schema
+    assert validator.check(answer) == AnswerCheck(ok=True)
+    for text in texts:
+        assert not validator.check({**answer, text: 5}).ok
+    assert not validator.check({**answer, "extra": "x"}).ok  # propertyNames / enum
+    # the payloads stay plain names and values: one problem each, as for any name
+    names = compile_answer_schema(
+        {
+            "type": "object",
+            "properties": {t: {"const": t} for t in texts},
+            "required": texts,
+            "additionalProperties": False,
+        }
+    )
+    assert names.check(answer).ok
+    for text in texts:
+        problems = names.check({**answer, text: "other"}).problems
+        assert len(problems) == 1 and "must be same as const definition" in problems[0]
+        problems = names.check({k: v for k, v in answer.items() if k != text}).problems
+        assert len(problems) == 1 and "must contain" in problems[0]
+    assert not mark.exists()
+
+
+def test_rb3_no_code_runs_from_patterns_and_pattern_properties(
+    tmp_path: Path, no_side_effects: None
+) -> None:
+    mark = tmp_path / "pwned"
+    # valid regexes full of quotes, braces, backslashes and code-looking text
+    patterns = [
+        '^"\\); __import__\\(.pathlib.\\)#$',
+        "^'\\}\\{__import__\\}$",
+        '^\\\\"\\n\\r$',
+        "^[\"'{}]+$",
+        f"^{str(mark)!s}$".replace("\\", "\\\\").replace(".", "\\."),
+    ]
+    schema = {
+        "type": "object",
+        "properties": {p: {"type": "string", "pattern": p} for p in patterns},
+        "patternProperties": {p: {"type": "integer"} for p in patterns},
+    }
+    validator = compile_answer_schema(schema)
+    assert validator.check({"'}{__import__}": 1}).ok
+    result = validator.check({"'}{__import__}": "x"})
+    assert not result.ok
+    assert validator.check({"\"'{}": 3}).ok
+    assert not validator.check({"\"'{}": "nope"}).ok
+    assert not mark.exists()
+
+
+def test_rb3_generated_code_is_vetted_before_it_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_side_effects: None
+) -> None:
+    """Defence in depth: if fastjsonschema ever emitted schema text as code, it would not run."""
+    mark = tmp_path / "pwned"
+    honest = fastjsonschema.compile_to_code
+    injections = [
+        f"__import__('pathlib').Path({str(mark)!r}).touch()",
+        f"open({str(mark)!r}, 'w')",
+        "().__class__.__base__.__subclasses__()",
+        "data.__class__",
+        "(lambda: 0)()",
+        "eval('1')",
+        "getattr(data, 'x')",
+        "f'{data}'",
+        "'{0.__class__}'.format(data)",
+        "2 ** 10 ** 10",
+    ]
+    statements = ["while True: pass", "import os", "from os import system", "global x"]
+    for injection in [f"x = {code}" for code in injections] + statements:
+
+        def poisoned(*args: Any, _line: str = injection, **kwargs: Any) -> str:
+            source = honest(*args, **kwargs)
+            return source.replace("NoneType = type(None)", f"NoneType = type(None)\n{_line}")
+
+        monkeypatch.setattr(fastjsonschema, "compile_to_code", poisoned)
+        with pytest.raises(SchemaRejectedError, match="does not trust"):
+            compile_answer_schema(APPROVAL)
+    assert not mark.exists()
+
+
+def test_rb3_generated_code_gets_only_vetted_builtins_and_imports() -> None:
+    assert answers._import("json") is json
+    with pytest.raises(ImportError):
+        answers._import("os")
+    with pytest.raises(ImportError):
+        answers._import("json", level=1)
+    assert "open" not in answers._SAFE_BUILTINS
+    assert "eval" not in answers._SAFE_BUILTINS
+    assert "getattr" not in answers._SAFE_BUILTINS
+
+
+# --- 2. nothing is fetched ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "http://example.com/schema.json",
+        "https://example.com/schema.json#/definitions/x",
+        "file:///etc/passwd",
+        "ftp://example.com/s.json",
+        "urn:uuid:0b6b7c5e-3bdc-4a4e-9c8e-1c1c6f5c0e2a",
+        "other.json",
+        "other.json#/definitions/x",
+        "//example.com/s.json",
+        "/etc/passwd",
+        "#plain-name",
+        "",
+        "data:application/json,{}",
+    ],
+)
+def test_rb3_remote_refs_are_refused_before_compiling(
+    ref: str, monkeypatch: pytest.MonkeyPatch, no_side_effects: None
+) -> None:
+    def fail(*args: object, **kwargs: object) -> str:
+        raise AssertionError("compiled a schema with a remote $ref")
+
+    monkeypatch.setattr(fastjsonschema, "compile_to_code", fail)
+    for schema in (
+        {"$ref": ref},
+        {"properties": {"a": {"$ref": ref}}},
+        {"definitions": {"x": {"allOf": [{"$ref": ref}]}}},
+        {"$id": "https://evil.example/base/", "properties": {"a": {"$ref": ref}}},
+    ):
+        with pytest.raises(SchemaRejectedError):
+            compile_answer_schema(schema)
+
+
+def test_rb3_refs_under_a_nested_id_are_refused(no_side_effects: None) -> None:
+    schema = {
+        "definitions": {"x": {"$id": "https://evil.example/x.json", "items": {"$ref": "#/y"}}},
+        "properties": {"a": {"$ref": "#/definitions/x"}},
+    }
+    with pytest.raises(SchemaRejectedError, match=r"\$id"):
+        compile_answer_schema(schema)
+
+
+def test_rb3_a_root_id_does_not_turn_local_refs_remote(no_side_effects: None) -> None:
+    # with this $id, fastjsonschema itself would resolve '#/...' by fetching 'http://evil/x'
+    schema = {
+        "$id": "http://evil.example/x#",
+        "definitions": {"flag": {"type": "boolean"}},
+        "properties": {"a": {"$ref": "#/definitions/flag"}},
+    }
+    validator = compile_answer_schema(schema)
+    assert validator.check({"a": True}).ok
+    assert not validator.check({"a": 1}).ok
+    assert schema["$id"] == "http://evil.example/x#"  # the caller's schema is untouched
+
+
+def test_rb3_handlers_refuse_every_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defence in depth: even fastjsonschema's own resolution cannot reach urllib."""
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("urlopen called")
+
+    monkeypatch.setattr(urllib.request, "urlopen", fail)
+    handlers = answers._RefuseEveryScheme()
+    for ref in ("http://x/a.json", "file:///etc/passwd", "urn:x:y", "weird-scheme:z", "rel.json"):
+        with pytest.raises(answers._RemoteRef):
+            fastjsonschema.compile_to_code({"$ref": ref}, handlers)
+    assert "anything" in handlers and len(handlers) == 0 and not list(handlers)
+
+
+def test_rb3_local_refs_work() -> None:
+    schema = {
+        "definitions": {"flag": {"type": "boolean"}, "a/b": {"type": "integer"}},
+        "$defs": {"name": {"type": "string", "minLength": 1}},
+        "type": "object",
+        "properties": {
+            "ok": {"$ref": "#/definitions/flag"},
+            "who": {"$ref": "#/$defs/name"},
+            "n": {"$ref": "#/definitions/a~1b"},
+            "list": {"type": "array", "items": {"$ref": "#/properties/who"}},
+        },
+    }
+    validator = compile_answer_schema(schema)
+    assert validator.check({"ok": True, "who": "ann", "n": 2, "list": ["b"]}).ok
+    result = validator.check({"ok": 1, "who": "", "n": "x", "list": [""]})
+    assert result.problems == (
+        "data.ok must be boolean",
+        "data.who must be longer than or equal to 1 characters",
+        "data.n must be integer",
+        "data.list[0] must be longer than or equal to 1 characters",
+    )
+    with pytest.raises(SchemaRejectedError, match="leads nowhere"):
+        compile_answer_schema({"$ref": "#/definitions/missing"})
+
+
+# --- 3. the answer is not modified -------------------------------------------------------------
+
+
+def test_rb3_defaults_are_never_written_into_the_answer() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean", "default": True},
+            "meta": {
+                "type": "object",
+                "default": {"x": 1},
+                "properties": {"note": {"type": "string", "default": "n/a"}},
+            },
+            "items": {
+                "type": "array",
+                "items": [{"type": "string", "default": "first"}, {"default": 2}],
+            },
+        },
+    }
+    validator = compile_answer_schema(schema)
+    answer: dict[str, Any] = {"meta": {}, "items": []}
+    inner, items = answer["meta"], answer["items"]
+    before = copy.deepcopy(answer)
+    assert validator.check(answer).ok
+    assert answer == before
+    assert answer["meta"] is inner and inner == {}
+    assert answer["items"] is items and items == []
+    assert "approved" not in answer
+    frozen = freeze({"meta": {}})
+    assert validator.check(frozen).ok and frozen == {"meta": {}}
+
+
+def test_rb3_the_schema_is_not_modified() -> None:
+    schema = {
+        "$id": "https://example.com/s",
+        "definitions": {"x": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/definitions/x"}},
+    }
+    before = copy.deepcopy(schema)
+    compile_answer_schema(schema).check({"a": "b"})
+    assert schema == before
+
+
+# --- 4. bounded --------------------------------------------------------------------------------
+
+
+def test_rb3_huge_schema_is_rejected_by_size() -> None:
+    schema = {"enum": ["x" * 1000 for _ in range(300)]}
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match=r"characters|bytes"):
+        compile_answer_schema(schema)
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="bytes"):
+        compile_answer_schema({"enum": ["é" * 1000 for _ in range(150)]})
+
+
+def test_rb3_many_nodes_are_rejected() -> None:
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="more than 10000 values"):
+        compile_answer_schema({"enum": list(range(20_000))})
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_rb3_deep_schema_is_rejected_without_recursion(frozen: bool) -> None:
+    def wrap(inner: Any) -> Any:
+        return FrozenDict({"not": inner}) if frozen else {"not": inner}
+
+    schema = nested(10_000, wrap, {"type": "string"})
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="deeper than 32"):
+        compile_answer_schema(schema)
+
+
+@pytest.mark.parametrize("keyword", ["items", "not", "contains", "additionalProperties"])
+def test_rb3_schemas_too_nested_for_python_are_rejected(keyword: str) -> None:
+    # within max_depth, but CPython allows only 20 nested blocks in one function
+    schema = nested(31, lambda inner: {keyword: inner}, {"type": "string"})
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="Python cannot"):
+        compile_answer_schema(schema)
+
+
+def test_rb3_cyclic_schema_is_rejected() -> None:
+    schema: dict[str, Any] = {"type": "object"}
+    schema["properties"] = {"self": schema}
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="deeper"):
+        compile_answer_schema(schema)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^(a+)+$",
+        "(a|aa)+$",
+        "(.*a){20}",
+        "^(a|a?)+$",
+        "(x+x+)+y",
+        "^(([a-z])+.)+[A-Z]([a-z])+$",
+        "(\\w+\\s?)+$",
+        "(a)\\1",
+        "(?P<x>a)(?P=x)",
+        "(a)?(?(1)b|c)",
+        "(?=(a+)+b)",
+        "\\d+\\d+\\d+x",
+        "^.*a.*a.*b$",
+        "a{0,5000}",
+        "(a?){25}a{25}",
+        "a?" * 30 + "a" * 30,
+        "(" * 40 + "a" + ")" * 40,
+        "[",
+        "x" * 1001,
+    ],
+)
+def test_rb3_catastrophic_regexes_are_rejected(pattern: str) -> None:
+    for schema in (
+        {"type": "string", "pattern": pattern},
+        {"type": "object", "patternProperties": {pattern: {}}},
+        {"definitions": {"unused": {"pattern": pattern}}},
+    ):
+        with Stopwatch(), pytest.raises(SchemaRejectedError, match="pattern"):
+            compile_answer_schema(schema)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^[0-9]{5}$",
+        "^[A-Z]{2}\\d{4}$",
+        "^(\\d{1,3}\\.){3}\\d{1,3}$",
+        "^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$",
+        "^(?=.*[A-Z])(?=.*\\d).{8,}$",
+        "\\S",
+        "\\S+$",
+        "^[a-z0-9]+(?:-[a-z0-9]+)*$",
+        "^\\+?\\d{1,3}[- ]?\\d{3}[- ]?\\d{4}$",
+        "^(yes|no)$",
+        "^\\d+(\\.\\d{1,2})?$",
+        "(?i)^approve$",
+    ],
+)
+def test_rb3_ordinary_regexes_are_accepted_and_fast_on_hostile_input(pattern: str) -> None:
+    validator = compile_answer_schema({"type": "array", "items": {"pattern": pattern}})
+    hostile = [
+        "a" * 1000,
+        "1" * 999 + "!",
+        "a@" + "a." * 499,
+        "a-" * 500,
+        "Aa " * 333,
+        "\n" * 1000,
+    ]
+    with Stopwatch():
+        validator.check(hostile)
+
+
+def test_rb3_strings_too_long_for_a_pattern_are_a_problem_not_a_hang() -> None:
+    validator = compile_answer_schema(
+        {
+            "type": "object",
+            "properties": {"code": {"pattern": "\\S+$"}},
+            "patternProperties": {"^x": {}},
+        }
+    )
+    assert validator.check({"code": "a" * 1000}).ok
+    with Stopwatch():
+        result = validator.check({"code": "a" * 100_000})
+    assert not result.ok and "too long to check against the pattern" in result.problems[0]
+    with Stopwatch():
+        result = validator.check({"x" * 5000: 1})
+    assert not result.ok and "5000 characters" in result.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "hostile"),
+    [
+        ("email", "a@" + "a." * 50_000 + "@"),
+        ("idn-email", "a@" + "a." * 50_000 + "@"),
+        ("hostname", "a." * 50_000),
+        ("date-time", "1" * 100_000),
+        ("uri", "a:" + "b" * 100_000 + " "),
+        ("uri-reference", "f" * 100_000 + "\\"),
+        ("ipv6", "ffff:" * 20_000),
+        ("json-pointer", "/a" * 50_000 + "~"),
+        ("uri-template", "{" * 100_000),
+        ("regex", "(" * 50_000),
+        ("regex", "(a+)+" * 1000),
+    ],
+)
+def test_rb3_format_checks_are_bounded_on_long_adversarial_strings(fmt: str, hostile: str) -> None:
+    validator = compile_answer_schema({"type": "string", "format": fmt})
+    with Stopwatch():
+        result = validator.check(hostile)
+    assert result == AnswerCheck(ok=False, problems=(f"data must be {fmt}",))
+
+
+def test_rb3_formats_still_work() -> None:
+    cases = {
+        "email": ("ann@example.com", "ann"),
+        "hostname": ("example.com", "-bad-"),
+        "date-time": ("2024-02-29T12:00:00Z", "2023-02-29T12:00:00Z"),
+        "ipv4": ("10.0.0.1", "10.0.0.256"),
+        "uri": ("https://example.com/x", "no scheme"),
+        "regex": ("^a+$", "(unclosed"),
+    }
+    for fmt, (good, bad) in cases.items():
+        validator = compile_answer_schema({"format": fmt})
+        assert validator.check(good).ok, fmt
+        assert not validator.check(bad).ok, fmt
+    draft4 = compile_answer_schema(
+        {"$schema": "http://json-schema.org/draft-04/schema#", "format": "date"}
+    )
+    assert draft4.check("not a date").ok  # draft-04 has no 'date' format
+
+
+def test_rb3_ref_amplification_is_rejected_before_generating() -> None:
+    # 9 KiB of {"$ref": "#"}: fastjsonschema would emit ~7 MB of source, ~20 s to parse
+    schema = {"type": "object", "properties": {f"p{i}": {"$ref": "#"} for i in range(400)}}
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="max_expanded_values"):
+        compile_answer_schema(schema)
+    # one big definition under many spellings ('%62ig' is 'big'): a function per spelling
+    big = {"type": "object", "properties": {f"q{i}": {"type": "string"} for i in range(100)}}
+    spellings = [
+        "#/definitions/"
+        + "".join(f"%{ord(c):02x}" if (i >> j) & 1 else c for j, c in enumerate("big"))
+        for i in range(8)
+    ]
+    schema = {
+        "definitions": {"big": big},
+        "properties": {f"p{i}": {"$ref": spellings[i % 8]} for i in range(2000)},
+    }
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="max_expanded_values"):
+        compile_answer_schema(schema)
+    deep_wide: dict[str, Any] = {"type": "object", "properties": {}}
+    level = deep_wide
+    for i in range(14):
+        child: dict[str, Any] = {"type": "object", "required": ["a"], "properties": {}}
+        level["properties"]["k" * 900 + str(i)] = child
+        level = child
+    level["properties"] = {f"leaf{i}": {"minLength": 1} for i in range(400)}
+    with Stopwatch(), pytest.raises(SchemaRejectedError, match="max_expanded_values"):
+        compile_answer_schema(deep_wide)
+
+
+def test_rb3_ref_fan_out_is_stopped_by_the_work_budget() -> None:
+    # each level applies the next twice to the same value: 2**30 calls without a bound
+    definitions = {
+        f"d{i}": {
+            "allOf": [{"$ref": f"#/definitions/d{i + 1}"}, {"$ref": f"#/definitions/d{i + 1}"}]
+        }
+        for i in range(30)
+    }
+    definitions["d30"] = {"type": "string"}
+    validator = compile_answer_schema({"definitions": definitions, "$ref": "#/definitions/d0"})
+    with Stopwatch():
+        result = validator.check("x")
+    assert not result.ok and "max_check_work" in result.problems[0]
+    # and across levels of the answer: properties and patternProperties both recurse
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#"}},
+        "patternProperties": {"^a$": {"$ref": "#"}},
+    }
+    answer = nested(30, lambda inner: {"a": inner}, {})
+    with Stopwatch():
+        result = compile_answer_schema(schema).check(answer)
+    assert not result.ok and "max_check_work" in result.problems[0]
+
+
+def test_rb3_ref_cycles_that_consume_nothing_are_a_problem_not_a_crash() -> None:
+    schema = {
+        "definitions": {
+            "a": {"$ref": "#/definitions/b"},
+            "b": {"allOf": [{"$ref": "#/definitions/a"}]},
+        },
+        "$ref": "#/definitions/a",
+    }
+    validator = compile_answer_schema(schema)
+    with Stopwatch():
+        result = validator.check({"x": 1})
+    assert not result.ok
+
+
+# --- 5. recursive schemas and deep answers -----------------------------------------------------
+
+TREE = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#"}},
+    },
+    "required": ["label"],
+}
+
+
+def test_rb3_recursive_schema_with_a_deep_answer_is_a_problem_not_a_crash() -> None:
+    validator = compile_answer_schema(TREE)
+    deep = nested(10_000, lambda inner: {"label": "n", "children": [inner]}, {"label": "leaf"})
+    with Stopwatch():
+        result = validator.check(deep)
+    assert not result.ok
+    assert "nested deeper than 32 levels" in result.problems[0]
+    frozen_deep = nested(
+        10_000,
+        lambda inner: FrozenDict({"label": "n", "children": (inner,)}),
+        FrozenDict({"label": "x"}),
+    )
+    assert "deeper" in validator.check(frozen_deep).problems[0]
+
+
+def test_rb3_recursive_schema_checks_answers_within_the_depth_bound() -> None:
+    validator = compile_answer_schema(TREE)
+    ok = nested(
+        15, lambda inner: {"label": "n", "children": [inner, {"label": "y"}]}, {"label": "x"}
+    )
+    assert validator.check(ok).ok
+    bad = nested(15, lambda inner: {"label": "n", "children": [inner]}, {"label": 3})
+    problems = validator.check(bad).problems
+    assert problems and problems[0].endswith("label must be string")
+    assert problems[0].startswith("data.children[0].children[0]")
+
+
+# --- never raises for a bad answer -------------------------------------------------------------
+
+
+def test_rb3_bad_answers_are_problems_never_exceptions() -> None:
+    validator = compile_answer_schema(
+        {"type": "object", "properties": {"n": {"multipleOf": 0.5}, "t": {"format": "email"}}}
+    )
+    for answer in (
+        {"n": float("nan")},
+        {"n": 10**400},
+        {"n": {1, 2}},
+        {1: "non-string key"},
+        b"bytes",
+        object(),
+        {"n": 2**1024 - 1},  # too big for a float: the generated code's division raises
+    ):
+        result = validator.check(answer)
+        assert isinstance(result, AnswerCheck)
+        assert not result.ok and result.problems, answer

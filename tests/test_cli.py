@@ -1,0 +1,444 @@
+"""The terminal client, driven as a person would: ``interlude chat`` in a pseudo-terminal.
+
+Each test spawns the real client (``python -m interlude.adapters.cli chat``), which
+serves its embedded reference agent on 127.0.0.1 and talks to it over HTTP. Every
+wait has a timeout; no test needs more than a few seconds.
+"""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+import trio
+
+from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
+from interlude.adapters.cli import ChatConfig, run_chat
+
+PY = sys.executable
+TIMEOUT = 20
+
+
+def env() -> dict[str, str]:
+    """A dumb terminal: the client must work without any escape sequences."""
+    return {**os.environ, "TERM": "dumb", "PYTHONFAULTHANDLER": "1"}
+
+
+class Chat:
+    """A spawned ``interlude chat`` with everything it printed kept for the final checks."""
+
+    def __init__(self, *args: str) -> None:
+        self.log = io.StringIO()
+        self.child = pexpect.spawn(
+            PY,
+            ["-m", "interlude.adapters.cli", "chat", *args],
+            encoding="utf-8",
+            timeout=TIMEOUT,
+            dimensions=(50, 200),
+            env=env(),
+        )
+        self.child.logfile_read = self.log
+
+    def expect(self, pattern: str) -> None:
+        self.child.expect_exact(pattern)
+
+    def answer(self, prompt: str, line: str) -> None:
+        self.expect(prompt)
+        self.child.sendline(line)
+
+    def quit(self) -> str:
+        """Type /quit at the next prompt; the whole output, checked for tracebacks."""
+        self.answer("you> ", "/quit")
+        return self.finish()
+
+    def finish(self, status: int = 0) -> str:
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        out = self.log.getvalue()
+        assert "Traceback" not in out, out
+        assert self.child.exitstatus == status, out
+        return out
+
+
+@pytest.fixture
+def chat() -> Iterator[Callable[..., Chat]]:
+    spawned: list[Chat] = []
+
+    def start(*args: str) -> Chat:
+        spawned.append(Chat(*args))
+        return spawned[-1]
+
+    yield start
+    for c in spawned:
+        if c.child.isalive():
+            c.child.terminate(force=True)
+
+
+def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "interlude.adapters.cli", "chat", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+    )
+
+
+def write_json(path: Path, value: Any) -> str:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return str(path)
+
+
+# -- interactive ---------------------------------------------------------------------------
+
+
+def test_r_b1_approve_with_edits_and_pick_an_address(chat: Callable[..., Chat]) -> None:
+    c = chat()
+    c.expect("embedded reference agent")
+    c.answer("you> ", "buy an espresso machine")
+    c.expect("agent> I can order the espresso machine for you.")
+    c.expect("The agent is waiting for your answer (2 questions).")
+    c.expect("[1/2] Approve this purchase?")
+    c.answer("approved (y/n): ", "y")
+    c.answer("quantity (whole number, 1 to 10, Enter to skip): ", "2")
+    c.expect("[2/2] Which address?")
+    c.expect("1) address-123")
+    c.answer("addressId (1-2): ", "1")
+    c.expect("resuming…")
+    c.expect("agent> Ordered 2 espresso machines, shipping to address-123.")
+    c.answer("you> ", "/state")
+    c.expect('"address": "address-123"')
+    c.quit()
+
+
+def test_r_b1_cancel_answer_is_sent_as_a_cancellation(chat: Callable[..., Chat]) -> None:
+    c = chat()
+    c.answer("you> ", "buy an espresso machine")
+    c.answer("approved (y/n): ", "cancel")
+    c.expect("-> purchase: cancelled")
+    c.answer("addressId (1-2): ", "2")
+    c.expect("agent> Purchase abandoned.")
+    c.quit()
+
+
+def test_r_b3_invalid_answer_is_reasked_with_problems(chat: Callable[..., Chat]) -> None:
+    c = chat()
+    c.answer("you> ", "buy an espresso machine")
+    c.answer("approved (y/n): ", "perhaps")
+    c.expect("answer y or n")
+    c.answer("approved (y/n): ", "yes")
+    c.answer("Enter to skip): ", "11")
+    c.expect("quantity must be smaller than or equal to 10")
+    c.answer("Enter to skip): ", "3")
+    c.answer("addressId (1-2): ", "9")
+    c.expect("choose a number from 1 to 2")
+    c.answer("addressId (1-2): ", "address-456")
+    c.expect("Ordered 3 espresso machines, shipping to address-456.")
+    c.quit()
+
+
+def test_r_g2_expired_batch_offers_a_new_thread(chat: Callable[..., Chat]) -> None:
+    c = chat("--agent-expires-in", "1")
+    c.answer("you> ", "buy an espresso machine")
+    c.expect("expires in 1s")
+    c.expect("approved (y/n): ")
+    c.expect("The agent's questions expired")  # while the form was open (R-G3 timer)
+    c.answer("Start a new thread? (y/n): ", "y")
+    c.expect("(new thread ")
+    c.answer("you> ", "hello")
+    c.expect("agent> You said: hello")
+    c.quit()
+
+
+def test_slash_new_abandons_the_form_and_ctrl_d_exits(chat: Callable[..., Chat]) -> None:
+    c = chat()
+    c.answer("you> ", "buy an espresso machine")
+    c.answer("approved (y/n): ", "/new")
+    c.expect("(new thread ")
+    c.expect("you> ")
+    c.child.sendeof()
+    c.finish()
+
+
+def test_ctrl_c_stops_a_streaming_reply(chat: Callable[..., Chat]) -> None:
+    c = chat()
+    c.answer("you> ", "long 300000")
+    c.child.searchwindowsize = 4096
+    c.expect("token1 ")
+    c.child.sendintr()
+    c.expect("stopped (Ctrl-C)")
+    c.expect("(the unfinished reply above was discarded)")
+    c.child.searchwindowsize = None
+    c.answer("you> ", "hello")
+    c.expect("agent> You said: hello")
+    c.quit()
+
+
+def test_unreachable_url_is_explained_without_a_traceback(chat: Callable[..., Chat]) -> None:
+    c = chat("http://127.0.0.1:9/")
+    c.answer("you> ", "hello")
+    c.expect("error (TransportError): could not connect to http://127.0.0.1:9/")
+    c.expect("check that the agent is running and the URL is right")
+    c.expect("type /retry to try again")
+    c.quit()
+
+
+# -- unattended: --answers, --log, the demo ---------------------------------------------------
+
+
+def test_answers_file_runs_unattended_and_log_records_the_wire(tmp_path: Path) -> None:
+    script = {
+        "messages": ["buy an espresso machine", "what time is it"],
+        "answers": {
+            "purchase": {"approved": True},
+            "shipping-address": {"addressId": "address-123"},
+        },
+    }
+    log = tmp_path / "wire.jsonl"
+    done = run_cli("--answers", write_json(tmp_path / "a.json", script), "--log", str(log))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "you> buy an espresso machine" in done.stdout
+    assert '-> purchase: {"approved": true}' in done.stdout
+    assert "resuming…" in done.stdout
+    assert "agent> Ordered 1 espresso machine, shipping to address-123." in done.stdout
+    assert "agent> Your local time is" in done.stdout
+
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert all({"ts", "direction", "request"} <= line.keys() for line in lines)
+    sends = [line for line in lines if line["direction"] == "send"]
+    assert len(sends) == 4  # buy, resume, time, the local tool's follow-up
+    resume = [s["body"]["resume"] for s in sends if s["body"].get("resume")]
+    assert resume == [
+        [
+            {"interruptId": "purchase", "status": "resolved", "payload": {"approved": True}},
+            {
+                "interruptId": "shipping-address",
+                "status": "resolved",
+                "payload": {"addressId": "address-123"},
+            },
+        ]
+    ]
+    received = [line["data"]["type"] for line in lines if line["direction"] == "receive"]
+    assert received[0] == "RUN_STARTED"
+    assert received.count("RUN_FINISHED") == 4
+
+
+def test_answers_file_cancel_and_missing_answer(tmp_path: Path) -> None:
+    cancel = {
+        "messages": ["buy an espresso machine"],
+        "answers": {"purchase": "cancel", "shipping-address": "cancel"},
+    }
+    done = run_cli("--answers", write_json(tmp_path / "c.json", cancel))
+    assert done.returncode == 0, done.stderr
+    assert "Purchase abandoned." in done.stdout
+
+    missing = {"messages": ["buy an espresso machine"], "answers": {"purchase": {"approved": True}}}
+    done = run_cli("--answers", write_json(tmp_path / "m.json", missing))
+    assert done.returncode == 2
+    assert "no scripted answer for interrupt 'shipping-address' (Which address?)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_answers_file_wrong_answer_or_file(tmp_path: Path) -> None:
+    wrong = {
+        "messages": ["buy an espresso machine"],
+        "answers": {"purchase": {"approved": "yes"}, "shipping-address": {"addressId": "moon"}},
+    }
+    done = run_cli("--answers", write_json(tmp_path / "w.json", wrong))
+    assert done.returncode == 2
+    assert "'purchase' does not fit its schema: approved must be boolean" in done.stderr
+    assert "addressId must be one of" in done.stderr
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    done = run_cli("--answers", str(bad))
+    assert done.returncode == 2
+    assert "is not JSON" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_demo_walkthrough_runs_without_a_terminal() -> None:
+    done = subprocess.run(
+        [PY, "-m", "interlude.adapters.demo"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=env(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "The agent asks 2 question(s):" in out
+    assert "resuming…" in out
+    assert "agent> Ordered 1 espresso machine, shipping to address-123." in out
+    assert "[tool call] get_local_time {}" in out
+    assert "agent> Your local time is" in out
+    assert "Traceback" not in out + done.stderr
+
+
+# -- endpoints that fail ------------------------------------------------------------------------
+
+
+def serve(status: int, content_type: str, body: bytes) -> tuple[str, Callable[[], None]]:
+    """A tiny HTTP server answering every POST the same way; its URL and a stopper."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return f"http://127.0.0.1:{server.server_address[1]}/agent", stop
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "body", "expected"),
+    [
+        (
+            500,
+            "text/plain",
+            b"Internal Server Error: the database is on fire",
+            [
+                "error (TransportError): the endpoint answered HTTP 500",
+                "the response said: Internal Server Error: the database is on fire",
+                "try again in a moment",
+            ],
+        ),
+        (
+            200,
+            "text/event-stream",
+            b"data: <html>garbage</html>\n\n",
+            ["error (ProtocolError): the frame is not JSON", "is the URL an AG-UI agent endpoint?"],
+        ),
+        (
+            200,
+            "text/html",
+            b"<html>not an agent</html>",
+            ["error (ProtocolError)", "not text/event-stream"],
+        ),
+    ],
+)
+def test_failing_endpoint_is_explained_without_a_traceback(
+    tmp_path: Path, status: int, content_type: str, body: bytes, expected: list[str]
+) -> None:
+    url, stop = serve(status, content_type, body)
+    try:
+        done = run_cli(url, "--answers", write_json(tmp_path / "a.json", {"messages": ["hi"]}))
+    finally:
+        stop()
+    assert done.returncode == 1
+    for text in expected:
+        assert text in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_bad_arguments_are_usage_errors() -> None:
+    done = run_cli("ftp://example.com/")
+    assert done.returncode == 2 and "http:// or https://" in done.stderr
+    done = run_cli("--header", "no colon here")
+    assert done.returncode == 2 and "'Name: value'" in done.stderr
+
+
+# -- failures of a resume, in process (faults injected into the reference agent) ---------------
+
+
+class LateFaults(ReferenceAgent):
+    """Applies its faults from the second request on: the first run pauses normally."""
+
+    def __init__(self, *faults: Fault) -> None:
+        super().__init__()
+        self.late = list(faults)
+
+    def take_fault(self, thread_id: str | None) -> Fault | None:
+        if len(self.requests) >= 2 and self.late:
+            return self.late.pop(0)
+        return None
+
+
+def chat_in_process(agent: ReferenceAgent, typed: str, **options: Any) -> tuple[int, str, str]:
+    """``interlude chat URL`` in this process, reading ``typed``; exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    codes: list[int] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(serve_agent, agent)
+            config = ChatConfig(url=url, **options)
+            with trio.fail_after(TIMEOUT):
+                codes.append(
+                    await run_chat(config, stdin=io.StringIO(typed), stdout=out, stderr=err)
+                )
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    return codes[0], out.getvalue(), err.getvalue()
+
+
+ANSWERS = "buy an espresso machine\ny\n\n1\n"
+
+
+def test_r_f4_rejected_resume_offers_the_same_answers_again() -> None:
+    agent = LateFaults(Fault.refuse(400, "no thanks"))
+    code, out, err = chat_in_process(agent, ANSWERS + "y\n")
+    assert code == 0
+    assert "error (TransportError): the endpoint answered HTTP 400" in err
+    assert "the response said: no thanks" in err
+    assert "your answers were not taken: you can send them again" in err
+    assert "Send the same answers again? (y: resend, n: answer again): y" in out
+    assert "agent> Ordered 1 espresso machine, shipping to address-123." in out
+    assert agent.side_effects == 1
+
+
+def test_r_f5_failure_after_the_resume_was_taken_offers_a_new_thread() -> None:
+    agent = LateFaults(Fault.run_error("boom", "BROKEN"))
+    code, out, err = chat_in_process(agent, ANSWERS + "y\nhello\n")
+    assert code == 0
+    assert "error (RunError): boom (code BROKEN)" in err
+    assert "cannot go on on this thread" in err
+    assert "Start a new thread? (y/n): y" in out
+    assert "(new thread " in out
+    assert "agent> You said: hello" in out
+
+
+def test_headers_and_thread_id_reach_the_endpoint() -> None:
+    agent = ReferenceAgent()
+    headers = {"Authorization": "Bearer t0ken", "X-Trace": "cli"}
+    code, out, _ = chat_in_process(agent, "hello\n", headers=headers, thread_id="thread-cli")
+    assert code == 0 and "agent> You said: hello" in out
+    (request,) = agent.requests
+    assert request.headers["authorization"] == "Bearer t0ken"
+    assert request.headers["x-trace"] == "cli"
+    assert request.body["threadId"] == "thread-cli"
+
+
+def test_control_characters_from_the_network_are_shown_not_obeyed() -> None:
+    typed = "hi \x1b]52;c;aGk=\x07 and \x1b[2J\r done\n"  # the agent echoes it back
+    code, out, _ = chat_in_process(ReferenceAgent(), typed)
+    assert code == 0
+    assert "agent> You said: hi ^[]52;c;aGk=^G and ^[[2J^M done" in out
+    assert "\x1b" not in out and "\x07" not in out
