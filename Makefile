@@ -1,5 +1,5 @@
 # Every target builds what it needs: a fresh clone with Python 3.11 and make is enough.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -12,7 +12,8 @@ MYPY_TREE := .mypy-tree
 all: test
 
 $(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+		|| { echo "interlude needs Python 3.11 or newer on PATH (python3.11 or python3)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
@@ -46,7 +47,9 @@ install-check:
 	rm -rf /tmp/interlude-install-check
 	$(PYTHON) -m venv /tmp/interlude-install-check
 	/tmp/interlude-install-check/bin/python -m pip install --quiet .
-	cd /tmp && /tmp/interlude-install-check/bin/python -c "import interlude.core, interlude.adapters.fake; print('install-check: imports ok')"
+	cd /tmp && /tmp/interlude-install-check/bin/python -c "import interlude.core, interlude.core.answers, interlude.adapters.fake, interlude.adapters.trio, interlude.adapters.httpx, interlude.adapters.agent, interlude.adapters.cli; print('install-check: imports ok')"
+	test -f "$$(/tmp/interlude-install-check/bin/python -c 'import interlude.core, os; print(os.path.dirname(interlude.core.__file__))')/py.typed"
+	/tmp/interlude-install-check/bin/interlude --help >/dev/null
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
