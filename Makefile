@@ -46,7 +46,7 @@ test: lint typecheck unit property
 install-check:
 	rm -rf /tmp/interlude-install-check
 	$(PYTHON) -m venv /tmp/interlude-install-check
-	/tmp/interlude-install-check/bin/python -m pip install --quiet .
+	/tmp/interlude-install-check/bin/python -m pip install --quiet ".[server]"
 	cd /tmp && /tmp/interlude-install-check/bin/python -c "import interlude.core, interlude.core.answers, interlude.adapters.fake, interlude.adapters.trio, interlude.adapters.httpx, interlude.adapters.agent, interlude.adapters.cli; print('install-check: imports ok')"
 	test -f "$$(/tmp/interlude-install-check/bin/python -c 'import interlude.core, os; print(os.path.dirname(interlude.core.__file__))')/py.typed"
 	/tmp/interlude-install-check/bin/interlude --help >/dev/null

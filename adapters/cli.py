@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import signal
@@ -192,6 +193,12 @@ async def run_chat(
         async with trio.open_nursery() as nursery:
             url = config.url
             if url is None:
+                if importlib.util.find_spec("hypercorn") is None:
+                    console.error(
+                        "error: the embedded agent needs hypercorn: pip install 'interlude[server]'"
+                        ", or give the URL of an AG-UI endpoint: interlude chat URL"
+                    )
+                    return EXIT_USAGE
                 try:
                     url = await nursery.start(partial(_serve_embedded, config.agent_expires_in))
                 except OSError as exc:
