@@ -67,19 +67,23 @@ class FrozenDict(dict[str, "JSON"]):
         return self
 
     def set(self, key: str, value: JSON) -> FrozenDict:
-        """A new object with ``key`` set; this one is unchanged (O(width))."""
-        d = dict(self)
-        d[key] = value
-        return _wrap(d)
+        """A new object with ``key`` set; this one is unchanged (one O(width) copy)."""
+        fd = FrozenDict.__new__(FrozenDict)
+        _dict_init(fd, self)
+        _dict_set(fd, key, value)
+        return fd
 
     def without(self, key: str) -> FrozenDict:
-        """A new object without ``key``; this one is unchanged (O(width))."""
-        d = dict(self)
-        del d[key]
-        return _wrap(d)
+        """A new object without ``key``; this one is unchanged (one O(width) copy)."""
+        fd = FrozenDict.__new__(FrozenDict)
+        _dict_init(fd, self)
+        _dict_del(fd, key)
+        return fd
 
 
 _dict_init = dict.__init__
+_dict_set = dict.__setitem__
+_dict_del = dict.__delitem__
 
 
 def _wrap(d: dict[str, JSON]) -> FrozenDict:

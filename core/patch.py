@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .json import JSON, FrozenDict, _wrap
+from .json import JSON, FrozenDict
 
 __all__ = ["MAX_DEPTH", "PatchError", "apply_patch", "json_equal", "parse_pointer"]
 
@@ -128,31 +128,27 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
     if isinstance(node, dict):
         if op != "add" and last not in node:
             raise _Fail(f"no member {_short(last)}")
-        d = dict(node)
-        if op == "remove":
-            del d[last]
-        else:
-            d[last] = value
-        new = _wrap(d)
+        new = node.without(last) if op == "remove" else node.set(last, value)
     elif type(node) is tuple:
         i = _index(last, len(node), end_ok=op == "add")
+        items = list(node)
         if op == "add":
-            new = (*node[:i], value, *node[i:])
+            items.insert(i, value)
         elif op == "remove":
-            new = node[:i] + node[i + 1 :]
+            del items[i]
         else:
-            new = (*node[:i], value, *node[i + 1 :])
+            items[i] = value
+        new = tuple(items)
     else:
         raise _Fail(f"cannot {op} {_short(last)} in a {type(node).__name__}")
     # Walk back up, copying each container with its one child replaced.
     for parent, key in reversed(chain):
         if isinstance(key, str):
-            d = dict(parent)  # type: ignore[arg-type]
-            d[key] = new
-            new = _wrap(d)
+            new = parent.set(key, new)  # type: ignore[union-attr]
         else:
-            t: tuple[JSON, ...] = parent  # type: ignore[assignment]
-            new = (*t[:key], new, *t[key + 1 :])
+            items = list(parent)  # type: ignore[arg-type]
+            items[key] = new
+            new = tuple(items)
     return new
 
 

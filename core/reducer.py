@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -64,6 +64,8 @@ from .state import (
     Stream,
     ToolRound,
     ToolTask,
+    with_run,
+    with_stream,
 )
 from .stream import StreamViolation, apply_content_event, close_all
 from .wire import events as ev
@@ -77,8 +79,13 @@ MAX_WARNINGS = 20
 """Only the newest warnings are kept: a misbehaving endpoint cannot grow the state."""
 
 
-@attrs.frozen
-class Transition:
+class Transition(NamedTuple):
+    """What a step returns: the new state and the commands to carry out, in order.
+
+    A named tuple rather than an attrs class: one is built per event, and this
+    is the cheapest immutable record Python has.
+    """
+
     state: State
     commands: tuple[Command, ...] = ()
 
@@ -522,7 +529,7 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
             retryable = not run.attempt.acked
             _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
         return tx.done()
-    return _event(s, EventReceived(i.attempt, event), now)
+    return _on_event(s, i.attempt, event, now)
 
 
 def _is_live(s: State, attempt: int) -> bool:
@@ -540,17 +547,20 @@ def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
 
 
 def _event(s: State, i: EventReceived, now: float) -> Transition:
+    return _on_event(s, i.attempt, i.event, now)
+
+
+def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     run = s.run
-    event = i.event
-    if run is None or run.attempt is None or run.attempt.id != i.attempt:
-        if i.attempt not in s.lingering:
+    if run is None or run.attempt is None or run.attempt.id != attempt_id:
+        if attempt_id not in s.lingering:
             return Transition(s)
         tx = _Tx(s)
         if isinstance(event, ev.RunError):
             # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch.
             tx.set(error=err.RunError(event.message, event.code))
         else:
-            _late_violation(tx, i.attempt, f"a {event.TYPE} event")
+            _late_violation(tx, attempt_id, f"a {event.TYPE} event")
         return tx.done()
     attempt = run.attempt
     stream = run.stream
@@ -562,7 +572,7 @@ def _event(s: State, i: EventReceived, now: float) -> Transition:
             tx = _Tx(s)
             _interrupt(tx, err.ProtocolError(str(exc)))
             return tx.done()
-        return Transition(attrs.evolve(s, run=attrs.evolve(run, stream=new_stream)))
+        return Transition(with_run(s, with_stream(run, new_stream)))
     tx = _Tx(s)
     if isinstance(event, ev.RunError):
         _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)

@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-import attrs
-
 from .errors import InterludeError
 from .json import JSON
 from .pvec import PVec
-from .state import Batch, State, Stream
+from .state import Batch, State, Stream, replacer
 from .stream import with_text
-from .wire.messages import AssistantMessage, Message
+from .wire.messages import AssistantMessage, FunctionCall, Message, ToolCall
 
 __all__ = [
     "MessageView",
@@ -39,13 +37,19 @@ __all__ = [
 
 
 class MessageView(Sequence[Message]):
-    """The history as a read-only sequence; open messages show their text so far."""
+    """The history as a read-only sequence; open messages show their text so far.
 
-    __slots__ = ("_base", "_overrides")
+    Lazy: building the view costs nothing, and an open message's text is joined
+    only when that message is read.
+    """
 
-    def __init__(self, base: PVec[Message], overrides: dict[int, Message]) -> None:
+    __slots__ = ("_base", "_open")
+
+    def __init__(self, base: PVec[Message], stream: Stream | None = None) -> None:
         self._base = base
-        self._overrides = overrides
+        self._open = (
+            stream if stream is not None and (stream.open_texts or stream.open_calls) else None
+        )
 
     def __len__(self) -> int:
         return len(self._base)
@@ -62,12 +66,14 @@ class MessageView(Sequence[Message]):
             index += n
         if not 0 <= index < n:
             raise IndexError("message index out of range")
-        return self._overrides.get(index) or self._base[index]
+        message = self._base[index]
+        return message if self._open is None else _as_streamed(self._open, index, message)
 
     def __iter__(self) -> Iterator[Message]:
-        if not self._overrides:
+        if self._open is None:
             return iter(self._base)
-        return (self._overrides.get(i) or m for i, m in enumerate(self._base))
+        stream = self._open
+        return (_as_streamed(stream, i, m) for i, m in enumerate(self._base))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str):
@@ -80,30 +86,36 @@ class MessageView(Sequence[Message]):
         return f"MessageView({list(self)!r})"
 
 
-def _live(stream: Stream) -> MessageView:
-    overrides: dict[int, Message] = {}
-    base = stream.messages
+def _as_streamed(stream: Stream, index: int, message: Message) -> Message:
+    """``message`` at ``index`` with the text and arguments streamed into it so far."""
     for o in stream.open_texts:
-        overrides[o.index] = with_text(base[o.index], str(o.rope))
+        if o.index == index:
+            message = with_text(message, str(o.rope))
+            break
     for c in stream.open_calls:
-        holder = overrides.get(c.index) or base[c.index]
-        assert isinstance(holder, AssistantMessage)
-        calls = tuple(
-            attrs.evolve(t, function=attrs.evolve(t.function, arguments=str(c.rope)))
-            if t.id == c.tool_call_id
-            else t
-            for t in holder.tool_calls or ()
-        )
-        overrides[c.index] = attrs.evolve(holder, tool_calls=calls)
-    return MessageView(base, overrides)
+        if c.index == index and isinstance(message, AssistantMessage):
+            args = str(c.rope)
+            calls = tuple(
+                _with_function(t, _with_arguments(t.function, args))
+                if t.id == c.tool_call_id
+                else t
+                for t in message.tool_calls or ()
+            )
+            message = _with_tool_calls(message, calls)
+    return message
+
+
+_with_tool_calls = replacer(AssistantMessage, "tool_calls")
+_with_function = replacer(ToolCall, "function")
+_with_arguments = replacer(FunctionCall, "arguments")
 
 
 def messages(s: State) -> MessageView:
     """The committed history, plus what the run in progress has streamed so far."""
     stream = s.run.stream if s.run is not None else None
     if stream is not None:
-        return _live(stream)
-    return MessageView(s.checkpoint.messages, {})
+        return MessageView(stream.messages, stream)
+    return MessageView(s.checkpoint.messages)
 
 
 def shared_state(s: State) -> JSON:

@@ -6,7 +6,8 @@ Only facts are stored. Everything the application reads (``is_loading``,
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -31,6 +32,12 @@ __all__ = [
     "Stream",
     "ToolRound",
     "ToolTask",
+    "replacer",
+    "with_open_calls",
+    "with_open_texts",
+    "with_run",
+    "with_state",
+    "with_stream",
 ]
 
 
@@ -187,3 +194,35 @@ class State:
     """Completion resources: the input the last completion started with."""
     settled: bool = False
     """Completion resources: whether the completion of ``answered`` succeeded."""
+
+
+# -- fast copies for the hot path -----------------------------------------------------
+#
+# ``attrs.evolve`` inspects the class on every call; a content event copies three
+# objects, so the streaming path uses these instead: each is generated once, for
+# one class and one field, and fills the new object's slots directly.
+
+_T = TypeVar("_T")
+
+
+def replacer(cls: type[_T], field: str) -> Callable[[_T, Any], _T]:
+    names = [a.name for a in attrs.fields(cls)]  # type: ignore[arg-type]
+    if field not in names:
+        raise AttributeError(f"{cls.__name__} has no field {field!r}")
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    body = []
+    for n in names:
+        env[f"_set_{n}"] = getattr(cls, n).__set__
+        body.append(f"    _set_{n}(new, {'value' if n == field else 'old.' + n})")
+    source = "def replace(old, value):\n    new = _new(_cls)\n" + "\n".join(body)
+    exec(source + "\n    return new\n", env)  # generated from field names only
+    fn: Callable[[_T, Any], _T] = env["replace"]
+    fn.__doc__ = f"A copy of a {cls.__name__} with {field} replaced (a fast attrs.evolve)."
+    return fn
+
+
+with_run: Callable[[State, Run | None], State] = replacer(State, "run")
+with_stream: Callable[[Run, Stream | None], Run] = replacer(Run, "stream")
+with_open_texts: Callable[[Stream, tuple[OpenText, ...]], Stream] = replacer(Stream, "open_texts")
+with_open_calls: Callable[[Stream, tuple[OpenCall, ...]], Stream] = replacer(Stream, "open_calls")
+with_state: Callable[[Stream, JSON], Stream] = replacer(Stream, "state")

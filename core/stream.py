@@ -20,16 +20,27 @@ import attrs
 from .json import JSON, FrozenDict
 from .patch import PatchError, apply_patch
 from .pvec import PVec, Rope
-from .state import OpenCall, OpenText, Stream
+from .state import (
+    OpenCall,
+    OpenText,
+    Stream,
+    replacer,
+    with_open_calls,
+    with_open_texts,
+    with_state,
+)
 from .wire import events as ev
 from .wire.messages import (
     ActivityMessage,
     AssistantMessage,
+    DeveloperMessage,
     FunctionCall,
     Message,
     ReasoningMessage,
+    SystemMessage,
     ToolCall,
     ToolMessage,
+    UserMessage,
 )
 
 __all__ = ["MAX_OPEN", "StreamViolation", "apply_content_event", "close_all", "with_text"]
@@ -67,15 +78,22 @@ def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
     for i in range(len(texts) - 1, -1, -1):
         o = texts[i]
         if o.message_id == message_id:
-            grown = OpenText(message_id=message_id, index=o.index, rope=o.rope.append(delta))
-            return attrs.evolve(s, open_texts=(*texts[:i], grown, *texts[i + 1 :]))
+            grown = OpenText(message_id, o.index, o.rope.append(delta))
+            if i == len(texts) - 1:
+                return with_open_texts(s, (*texts[:i], grown))
+            return with_open_texts(s, (*texts[:i], grown, *texts[i + 1 :]))
     raise StreamViolation(f"content for message {message_id!r}, which is not open")
 
 
 def with_text(message: Message, text: str) -> Message:
     """``message`` with its text content set (text, reasoning and plain messages)."""
-    m: Any = message
-    return attrs.evolve(m, content=text)  # type: ignore[no-any-return]
+    return _WITH_CONTENT[type(message)](message, text)  # type: ignore[no-any-return]
+
+
+_WITH_CONTENT: dict[type[Any], Callable[[Any, str], Any]] = {
+    cls: replacer(cls, "content")
+    for cls in (AssistantMessage, UserMessage, SystemMessage, DeveloperMessage, ReasoningMessage)
+}
 
 
 def _end_text(s: Stream, message_id: str) -> Stream:
@@ -95,8 +113,6 @@ def _text_start(s: Stream, e: ev.TextMessageStart) -> Stream:
 
 
 def _plain_message(role: str, message_id: str, name: str | None) -> Message:
-    from .wire.messages import DeveloperMessage, SystemMessage, UserMessage
-
     if role == "user":
         return UserMessage(id=message_id, content="", name=name)
     if role == "system":
@@ -190,8 +206,8 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
     for i in range(len(calls) - 1, -1, -1):
         o = calls[i]
         if o.tool_call_id == tool_call_id:
-            grown = OpenCall(tool_call_id=tool_call_id, index=o.index, rope=o.rope.append(delta))
-            return attrs.evolve(s, open_calls=(*calls[:i], grown, *calls[i + 1 :]))
+            grown = OpenCall(tool_call_id, o.index, o.rope.append(delta))
+            return with_open_calls(s, (*calls[:i], grown, *calls[i + 1 :]))
     raise StreamViolation(f"arguments for tool call {tool_call_id!r}, which is not open")
 
 
@@ -245,7 +261,7 @@ def _patched(doc: JSON, ops: Any, what: str) -> JSON:
 
 
 def _state_delta(s: Stream, e: ev.StateDelta) -> Stream:
-    return attrs.evolve(s, state=_patched(s.state, e.delta, "STATE_DELTA patch"))
+    return with_state(s, _patched(s.state, e.delta, "STATE_DELTA patch"))
 
 
 def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
