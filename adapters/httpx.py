@@ -90,6 +90,20 @@ class HttpxTransport:
     async def stream(self, body: bytes) -> AsyncGenerator[str, None]:
         """POST ``body`` as given and yield each SSE frame's data as it arrives.
 
+        The same as :meth:`stream_batches`, one frame at a time.
+        """
+        batches = self.stream_batches(body)
+        try:
+            async for batch in batches:
+                for data in batch:
+                    yield data
+        finally:
+            await batches.aclose()
+
+    async def stream_batches(self, body: bytes) -> AsyncGenerator[list[str], None]:
+        """POST ``body`` as given and yield the data of the SSE frames each network
+        read completed, as a list (one hop per read instead of one per frame).
+
         Raises :class:`TransportError` for a non-2xx answer (with status and
         the body's first 4 KiB) and for network failures and timeouts
         (retryable); :class:`ProtocolError` for a 2xx that is not an event
@@ -117,8 +131,9 @@ class HttpxTransport:
                 )
             parser = SSEParser(max_frame_bytes=self._max_frame_bytes)
             while (chunk := await self._next_chunk(chunks)) is not None:
-                for event in parser.feed(chunk):
-                    yield event.data
+                completed = parser.feed(chunk)
+                if completed:
+                    yield [event.data for event in completed]
             parser.close()
             if parser.truncated:
                 raise ProtocolError("the stream ended in the middle of an event", retryable=True)

@@ -19,6 +19,7 @@ worker threads and only their results come back to the loop.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import secrets
 import threading
@@ -30,6 +31,7 @@ from typing import Any, Protocol, Self, assert_never
 import anyio
 import anyio.to_thread
 import attrs
+import trio
 from anyio.abc import TaskGroup
 
 from interlude.core import inputs as i
@@ -71,6 +73,16 @@ class Transport(Protocol):
     """
 
     def stream(self, body: bytes) -> AsyncIterator[str]: ...
+
+
+class BatchTransport(Transport, Protocol):
+    """A transport that can also hand over every frame one network read completed.
+
+    The driver prefers ``stream_batches`` when a transport has it: one await per
+    read instead of one per frame (``HttpxTransport`` has it).
+    """
+
+    def stream_batches(self, body: bytes) -> AsyncIterator[list[str]]: ...
 
 
 class ToolSignal:
@@ -173,6 +185,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         self._entered = False
         self._wall_start = 0.0
         self._loop_start = 0.0
+        self._loop_time: Callable[[], float] = anyio.current_time
         self._books: dict[int, _Books] = {}
 
     # -- lifetime ----------------------------------------------------------------------
@@ -181,8 +194,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         if self._entered:
             raise RuntimeError("a TrioDriver can be entered only once")
         self._entered = True
+        self._loop_time = _loop_clock()
         self._wall_start = time.time()
-        self._loop_start = anyio.current_time()
+        self._loop_start = self._loop_time()
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -239,7 +253,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
             return self._clock()
         if self._tg is None:
             return time.time()
-        return self._wall_start + (anyio.current_time() - self._loop_start)
+        return self._wall_start + (self._loop_time() - self._loop_start)
 
     def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
         books = self._books.get(id(resource))
@@ -301,11 +315,11 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         self, resource: AsyncResource, attempt: int, body: bytes, scope: anyio.CancelScope
     ) -> None:
         ending: i.StreamEnded | i.AttemptFailed
-        frames = self._transport.stream(body)
+        frames = _batches(self._transport, body)
         try:
             while True:
                 try:
-                    data = await anext(frames)
+                    batch = await anext(frames)
                 except StopAsyncIteration:
                     ending = i.StreamEnded(attempt)
                     break
@@ -316,9 +330,10 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                     error = TransportError(f"{type(exc).__name__}: {exc}", retryable=True)
                     ending = i.AttemptFailed(attempt, error)
                     break
-                if scope.cancel_called:
-                    return  # aborted: a frame that arrives now is never delivered
-                resource.apply(i.FrameReceived(attempt, data))
+                for data in batch:
+                    if scope.cancel_called:
+                        return  # aborted: a frame that arrives now is never delivered
+                    resource.apply(i.FrameReceived(attempt, data))
         finally:
             await _aclose(frames)
         if not scope.cancel_called:
@@ -378,7 +393,7 @@ async def _call_tool(tool: _Tool | None, c: RunTool, signal: ToolSignal) -> i.To
     return i.ToolFinished(c.task, value=value)
 
 
-async def _aclose(frames: AsyncIterator[str]) -> None:
+async def _aclose(frames: AsyncIterator[Any]) -> None:
     """Close the transport's stream (an async generator's ``finally`` runs now)."""
     aclose = getattr(frames, "aclose", None)
     if aclose is not None:
@@ -455,3 +470,30 @@ class AsyncResource(Resource):
 
 AsyncDriver = TrioDriver
 """The same driver under a name that does not suggest trio only: it runs on asyncio too."""
+
+
+async def _one_by_one(frames: AsyncIterator[str]) -> AsyncIterator[list[str]]:
+    try:
+        async for data in frames:
+            yield [data]
+    finally:
+        await _aclose(frames)
+
+
+def _batches(transport: Transport, body: bytes) -> AsyncIterator[list[str]]:
+    """The transport's frames, in lists: its own batches when it has them."""
+    stream_batches = getattr(transport, "stream_batches", None)
+    if stream_batches is not None:
+        batches: AsyncIterator[list[str]] = stream_batches(body)
+        return batches
+    return _one_by_one(transport.stream(body))
+
+
+def _loop_clock() -> Callable[[], float]:
+    """The running loop's clock, read directly (``anyio.current_time`` looks the
+    backend up on every call, and ``now()`` is read on every event)."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return asyncio.get_running_loop().time
+    return trio.current_time
