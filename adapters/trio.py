@@ -306,13 +306,18 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                 if scope.cancel_called:
                     return  # the reducer withdrew it: send nothing
                 body = dumps(encode_run_input(c.run_input)).encode("utf-8")
-                await self._stream(resource, c.attempt, body, scope)
+                await self._stream(resource, c.attempt, body, scope, books.attempts)
         finally:
             if books.attempts.get(c.attempt) is scope:
                 del books.attempts[c.attempt]
 
     async def _stream(
-        self, resource: AsyncResource, attempt: int, body: bytes, scope: anyio.CancelScope
+        self,
+        resource: AsyncResource,
+        attempt: int,
+        body: bytes,
+        scope: anyio.CancelScope,
+        live: dict[int, anyio.CancelScope],
     ) -> None:
         ending: i.StreamEnded | i.AttemptFailed
         frames = _batches(self._transport, body)
@@ -330,9 +335,13 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                     error = TransportError(f"{type(exc).__name__}: {exc}", retryable=True)
                     ending = i.AttemptFailed(attempt, error)
                     break
+                if scope.cancel_called:
+                    return  # aborted: a frame that arrives now is never delivered
                 for data in batch:
-                    if scope.cancel_called:
-                        return  # aborted: a frame that arrives now is never delivered
+                    # AbortAttempt takes the attempt out of ``live`` at once (a cheaper
+                    # test than the scope's, which reads the clock for its deadline).
+                    if live.get(attempt) is not scope:
+                        return
                     resource.apply(i.FrameReceived(attempt, data))
         finally:
             await _aclose(frames)
