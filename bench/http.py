@@ -199,6 +199,8 @@ def _agent_process() -> Iterator[str]:
     finally:
         child.terminate()
         child.wait(timeout=10)
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 def measure(count: int, reps: int, *, progress: Callable[[str], None] | None = None) -> HttpResult:
