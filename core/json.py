@@ -12,7 +12,7 @@ speed and equality with plain dicts works, but every mutating method raises.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, NoReturn, TypeAlias
 
 __all__ = [
@@ -91,9 +91,6 @@ def _wrap(d: dict[str, JSON]) -> FrozenDict:
     fd = FrozenDict.__new__(FrozenDict)
     _dict_init(fd, d)
     return fd
-
-
-EMPTY = _wrap({})
 
 
 class NotJSONError(ValueError):
@@ -190,8 +187,3 @@ def thaw(value: object) -> Any:
     if isinstance(value, tuple | list):
         return [thaw(v) for v in value]
     return value
-
-
-def frozen_items(pairs: Iterable[tuple[str, JSON]]) -> FrozenDict:
-    """A FrozenDict from already-frozen ``(key, value)`` pairs."""
-    return _wrap(dict(pairs))

@@ -309,16 +309,25 @@ def _fail_attempt(tx: _Tx, error: err.InterludeError, retryable: bool, now: floa
 # -- intents -----------------------------------------------------------------------
 
 
+def _recovery_required(verb: str) -> err.RecoveryRequiredError:
+    return err.RecoveryRequiredError(
+        f"cannot {verb}: the resumed interaction failed after the server took it; "
+        "call set_thread_id with a new thread id first"
+    )
+
+
 def _check_can_send(s: State, verb: str) -> None:
     if s.options.kind != "chat":
         raise err.UsageError(
             f"{verb} is for chat resources; a completion takes its input through set_input"
         )
+    _check_not_paused(s, verb)
+
+
+def _check_not_paused(s: State, verb: str) -> None:
+    """R-F5, R-D3: no new input during recovery or while a batch is pending or claimed."""
     if s.needs_new_thread:
-        raise err.RecoveryRequiredError(
-            f"cannot {verb}: the resumed interaction failed after the server took it; "
-            "call set_thread_id with a new thread id first"
-        )
+        raise _recovery_required(verb)
     if s.batch is not None:
         state = "claimed by a resume in flight" if s.claim else "waiting for answers"
         raise err.InterruptPendingError(
@@ -366,15 +375,7 @@ def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
 
 def _reload(s: State, i: Reload, now: float) -> Transition:
     if s.options.kind == "completion":
-        if s.needs_new_thread:
-            raise err.RecoveryRequiredError(
-                "cannot reload: the resumed interaction failed after the server took it; "
-                "call set_thread_id with a new thread id first"
-            )
-        if s.batch is not None:
-            raise err.InterruptPendingError(
-                f"cannot reload: batch {s.batch.id!r} awaits answers; answer it with resume()"
-            )
+        _check_not_paused(s, "reload")
         if s.input is None:
             return Transition(s)
         tx = _Tx(s)
@@ -425,10 +426,7 @@ def _set_state(s: State, i: SetState, now: float) -> Transition:
 def _resume(s: State, i: Resume, now: float) -> Transition:
     # R-B2: the checks run in this order and the first failure raises.
     if s.needs_new_thread:
-        raise err.RecoveryRequiredError(
-            "cannot resume: the resumed interaction failed after the server took it; "
-            "call set_thread_id with a new thread id first"
-        )
+        raise _recovery_required("resume")
     if s.claim is not None:
         raise err.BatchClaimedError(
             f"batch {s.claim.batch_id!r} is already claimed by a resume in flight; "
