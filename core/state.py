@@ -97,7 +97,7 @@ class OpenCall:
     rope: Rope
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class Stream:
     """What an acknowledged run has streamed: committed only when it finishes (R-A1)."""
 
@@ -125,7 +125,7 @@ class Attempt:
     acked: bool = False
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class Run:
     """One logical run: its captured request, its current attempt, what it streamed."""
 
@@ -167,7 +167,7 @@ class CompletionInput:
     value: JSON
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class State:
     options: Options
     serial: int = 0
@@ -200,22 +200,32 @@ class State:
 #
 # ``attrs.evolve`` inspects the class on every call; a content event copies three
 # objects, so the streaming path uses these instead: each is generated once, for
-# one class and one field, and fills the new object's slots directly.
+# one class and one field.
+#
+# State, Run and Stream keep their fields in a ``__dict__`` (``slots=False``):
+# copying one is a single C-level dict copy, where a slotted class needs a
+# Python-level store per field (State has 19). Small records stay slotted.
 
 _T = TypeVar("_T")
+_set_dict = object.__dict__["__setattr__"]
 
 
 def replacer(cls: type[_T], field: str) -> Callable[[_T, Any], _T]:
     names = [a.name for a in attrs.fields(cls)]  # type: ignore[arg-type]
     if field not in names:
         raise AttributeError(f"{cls.__name__} has no field {field!r}")
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    body = []
-    for n in names:
-        env[f"_set_{n}"] = getattr(cls, n).__set__
-        body.append(f"    _set_{n}(new, {'value' if n == field else 'old.' + n})")
-    source = "def replace(old, value):\n    new = _new(_cls)\n" + "\n".join(body)
-    exec(source + "\n    return new\n", env)  # generated from field names only
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set_dict": _set_dict}
+    if "__slots__" in cls.__dict__:
+        stores = []
+        for n in names:
+            env[f"_set_{n}"] = getattr(cls, n).__set__
+            stores.append(f"    _set_{n}(new, {'value' if n == field else 'old.' + n})")
+        body = "\n".join(stores)
+    else:
+        body = f"    d = old.__dict__.copy()\n    d[{field!r}] = value\n"
+        body += "    _set_dict(new, '__dict__', d)"
+    source = f"def replace(old, value):\n    new = _new(_cls)\n{body}\n    return new\n"
+    exec(source, env)  # generated from field names only
     fn: Callable[[_T, Any], _T] = env["replace"]
     fn.__doc__ = f"A copy of a {cls.__name__} with {field} replaced (a fast attrs.evolve)."
     return fn

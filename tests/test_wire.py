@@ -623,6 +623,57 @@ def test_optional_nulls_read_as_absent() -> None:
     assert e == TextMessageContent(message_id="m", delta="d")
 
 
+_WIRE_VALUES = st.one_of(
+    st.text(max_size=5),
+    st.none(),
+    st.integers(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@given(
+    st.sampled_from(EVENT_TYPES),
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "messageId",
+                "delta",
+                "toolCallId",
+                "toolCallName",
+                "parentMessageId",
+                "role",
+                "threadId",
+                "runId",
+                "message",
+                "code",
+                "stepName",
+                "name",
+                "timestamp",
+            ]
+        ),
+        _WIRE_VALUES,
+        max_size=5,
+    ),
+)
+def test_the_shortcut_for_common_events_decodes_like_the_general_path(
+    cls: Any, fields: dict[str, Any]
+) -> None:
+    """Starts, deltas and ends with just their string fields skip the general decoder;
+    an extra unknown key (ignored by AG-UI) forces the general one: both must agree,
+    on the event built and on the error raised."""
+    obj = {"type": cls.TYPE, **fields}
+    results = []
+    for candidate in (obj, {**obj, "zzUnknownKey": 0}):
+        try:
+            results.append(decode_event(candidate))
+        except WireError as exc:
+            results.append(str(exc))
+    assert results[0] == results[1]
+    if not isinstance(results[0], str):
+        assert type(results[0]) is cls
+
+
 # -- strictness and hostile input ---------------------------------------------------------------
 
 
@@ -778,7 +829,11 @@ def test_decoded_json_is_deeply_frozen_like_freeze_parsed() -> None:
 
 @given(
     st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
         lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(), kids, max_size=4),
         max_leaves=30,
     )

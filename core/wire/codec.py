@@ -495,9 +495,44 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         converter.register_structure_hook(cls, _two_args(structure))
         converter.register_unstructure_hook(cls, unstructure)
         readers[cls] = _object_reader(_NAMES.get(cls, "a message"), structure)
+        if cls in ev.EVENT_TYPES:
+            structure = _fast_path(cls, structure)
         _STRUCTURE[cls] = structure
         _UNSTRUCTURE[cls] = unstructure
     return readers
+
+
+def _fast_path(cls: type, general: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``general``, preceded by a shortcut for the common shape of a string-only event.
+
+    Deltas, starts and ends make up most of a stream, and they usually carry
+    exactly their required string fields. For that shape the event is built
+    directly (the same object cattrs would build, with every optional field
+    at its default); any other shape takes the general path, which checks
+    everything and explains what is wrong.
+    """
+    fields = [a for a in attrs.fields(cls) if a.init]
+    required = [a for a in fields if a.default is attrs.NOTHING]
+    optional = [a for a in fields if a.default is not attrs.NOTHING]
+    if not required or any(a.type is not str for a in required):
+        return general
+    if any(isinstance(a.default, attrs.Factory) for a in optional):  # type: ignore[arg-type]
+        return general
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_general": general}
+    lines = [f"def structure(obj):\n    if len(obj) == {len(required) + 1}:"]
+    for n, a in enumerate(required):
+        lines.append(f"        v{n} = obj.get({_camel(a.name)!r})")
+    test = " and ".join(f"type(v{n}) is str" for n in range(len(required)))
+    lines.append(f"        if {test}:\n            new = _new(_cls)")
+    for a in fields:
+        env[f"_set_{a.name}"] = getattr(cls, a.name).__set__
+        value = f"v{required.index(a)}" if a in required else f"_default_{a.name}"
+        env[f"_default_{a.name}"] = a.default
+        lines.append(f"            _set_{a.name}(new, {value})")
+    lines.append("            return new\n    return _general(obj)\n")
+    exec("\n".join(lines), env)  # generated from the class's field names only
+    fast: Callable[[Any], Any] = env["structure"]
+    return fast
 
 
 def _two_args(fn: Callable[[Any], Any]) -> _Hook:
