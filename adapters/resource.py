@@ -66,6 +66,9 @@ class Resource:
         self._notifying = False
 
     # -- reading -------------------------------------------------------------------
+    #
+    # Plain facts are read straight from the state; derived ones go through
+    # interlude.core.selectors. Apps read these after every event, so each costs one call.
 
     @property
     def core_state(self) -> State:
@@ -87,7 +90,7 @@ class Resource:
 
     @property
     def pending_interrupts(self) -> Batch | None:
-        return sel.pending_interrupts(self._state)
+        return self._state.batch
 
     @property
     def is_loading(self) -> bool:
@@ -95,7 +98,7 @@ class Resource:
 
     @property
     def is_resuming(self) -> bool:
-        return sel.is_resuming(self._state)
+        return self._state.resuming
 
     @property
     def is_retrying(self) -> bool:
@@ -108,15 +111,15 @@ class Resource:
 
     @property
     def error(self) -> InterludeError | None:
-        return sel.error(self._state)
+        return self._state.error
 
     @property
     def thread_id(self) -> str | None:
-        return sel.thread_id(self._state)
+        return self._state.thread_id
 
     @property
     def needs_new_thread(self) -> bool:
-        return sel.needs_new_thread(self._state)
+        return self._state.needs_new_thread
 
     @property
     def is_expired(self) -> bool:

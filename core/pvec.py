@@ -100,6 +100,12 @@ class PVec(Sequence[T]):
             if r.step == 1:
                 return _EMPTY.extend(self._iter_range(r.start, r.stop))
             return _EMPTY.extend(self[i] for i in r)
+        if type(index) is int:
+            # The common read, inlined: the newest items live in the tail.
+            count = self._count
+            i = index + count if index < 0 else index
+            if count - len(self._tail) <= i < count:
+                return self._tail[i & _MASK]  # type: ignore[no-any-return]
         i = self._norm(index)
         return self._leaf(i)[i & _MASK]  # type: ignore[no-any-return]
 

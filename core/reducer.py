@@ -16,8 +16,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-import attrs
-
 from . import errors as err
 from .commands import (
     AbortAttempt,
@@ -64,6 +62,7 @@ from .state import (
     Stream,
     ToolRound,
     ToolTask,
+    evolve,
     with_run,
     with_stream,
 )
@@ -126,7 +125,7 @@ class _Tx:
         self.commands: list[Command] = []
 
     def set(self, **changes: Any) -> None:
-        self.s = attrs.evolve(self.s, **changes)
+        self.s = evolve(self.s, **changes)
 
     def emit(self, command: Command) -> None:
         self.commands.append(command)
@@ -180,7 +179,7 @@ def _flush_tools(tx: _Tx) -> None:
         if t.result is None:
             tx.emit(CancelTool(t.task))
     cp = tx.s.checkpoint
-    tx.set(tools=None, checkpoint=attrs.evolve(cp, messages=cp.messages.extend(results)))
+    tx.set(tools=None, checkpoint=evolve(cp, messages=cp.messages.extend(results)))
 
 
 def _end_activity(tx: _Tx) -> None:
@@ -257,7 +256,7 @@ def _start_completion(tx: _Tx, value: CompletionInput) -> None:
     tx.set(
         answered=value,
         settled=False,
-        checkpoint=attrs.evolve(tx.s.checkpoint, messages=PVec.from_iterable((first,))),
+        checkpoint=evolve(tx.s.checkpoint, messages=PVec.from_iterable((first,))),
     )
     _start_run(tx, "first")
 
@@ -293,7 +292,7 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     timer = tx.serial()
     o = tx.s.options
     due = now + o.retry.delay(run.attempts, timer, o.id_prefix or "interlude")
-    tx.set(run=attrs.evolve(run, attempt=None, retry_timer=timer))
+    tx.set(run=evolve(run, attempt=None, retry_timer=timer))
     tx.emit(StartTimer(timer, due, "retry"))
 
 
@@ -351,7 +350,7 @@ def _send(s: State, i: Send, now: float) -> Transition:
     mid = i.message_id or tx.new_id("msg")
     cp = tx.s.checkpoint
     message = UserMessage(id=mid, content=content)
-    tx.set(checkpoint=attrs.evolve(cp, messages=cp.messages.append(message)))
+    tx.set(checkpoint=evolve(cp, messages=cp.messages.append(message)))
     _start_run(tx, "first")
     return tx.done()
 
@@ -367,7 +366,7 @@ def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
             )
     tx = _Tx(s)
     _supersede(tx)
-    tx.set(checkpoint=attrs.evolve(tx.s.checkpoint, messages=PVec.from_iterable(messages)))
+    tx.set(checkpoint=evolve(tx.s.checkpoint, messages=PVec.from_iterable(messages)))
     if messages and messages[-1].role in ("user", "tool"):
         _start_run(tx, "first")
     return tx.done()
@@ -392,7 +391,7 @@ def _reload(s: State, i: Reload, now: float) -> Transition:
     tx = _Tx(s)
     _supersede(tx)
     kept = PVec.from_iterable(messages[: last_user + 1])
-    tx.set(checkpoint=attrs.evolve(tx.s.checkpoint, messages=kept))
+    tx.set(checkpoint=evolve(tx.s.checkpoint, messages=kept))
     _start_run(tx, "first")
     return tx.done()
 
@@ -420,7 +419,7 @@ def _set_state(s: State, i: SetState, now: float) -> Transition:
         value = freeze(i.state)
     except NotJSONError as exc:
         raise err.UsageError(f"set_state() takes a JSON value: {exc}") from None
-    return Transition(attrs.evolve(s, checkpoint=attrs.evolve(s.checkpoint, state=value)))
+    return Transition(evolve(s, checkpoint=evolve(s.checkpoint, state=value)))
 
 
 def _resume(s: State, i: Resume, now: float) -> Transition:
@@ -505,14 +504,17 @@ def _set_input(s: State, i: SetInput, now: float) -> Transition:
 def _configure(s: State, i: Configure, now: float) -> Transition:
     if i.options.kind != s.options.kind:
         raise err.UsageError("a resource's kind cannot change; create another resource")
-    return Transition(attrs.evolve(s, options=i.options))
+    return Transition(evolve(s, options=i.options))
 
 
 # -- wire events of the current attempt --------------------------------------------
 
 
 def _frame(s: State, i: FrameReceived, now: float) -> Transition:
-    if not _is_live(s, i.attempt):
+    run = s.run
+    attempt = None if run is None else run.attempt
+    current = attempt is not None and attempt.id == i.attempt
+    if not current and i.attempt not in s.lingering:
         return Transition(s)  # a late frame of a retired attempt (R-H1)
     try:
         event = decode_frame(i.data)
@@ -527,13 +529,9 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
             retryable = not run.attempt.acked
             _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
         return tx.done()
+    if current and run.stream is not None and type(event) not in _LIFECYCLE:  # type: ignore[union-attr]
+        return _content(s, run, run.stream, event)  # type: ignore[arg-type, union-attr]
     return _on_event(s, i.attempt, event, now)
-
-
-def _is_live(s: State, attempt: int) -> bool:
-    run = s.run
-    current = run is not None and run.attempt is not None and run.attempt.id == attempt
-    return current or attempt in s.lingering
 
 
 def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
@@ -563,14 +561,7 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     attempt = run.attempt
     stream = run.stream
     if stream is not None and type(event) not in _LIFECYCLE:
-        # The hot path: a content event of an acknowledged run.
-        try:
-            new_stream = apply_content_event(stream, event)
-        except StreamViolation as exc:
-            tx = _Tx(s)
-            _interrupt(tx, err.ProtocolError(str(exc)))
-            return tx.done()
-        return Transition(with_run(s, with_stream(run, new_stream)))
+        return _content(s, run, stream, event)
     tx = _Tx(s)
     if isinstance(event, ev.RunError):
         _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)
@@ -582,6 +573,17 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
         assert isinstance(event, ev.RunFinished)
         _finished(tx, run, attempt, event)
     return tx.done()
+
+
+def _content(s: State, run: Run, stream: Stream, event: object) -> Transition:
+    """The hot path: a content event of the acknowledged current attempt goes to the draft."""
+    try:
+        new_stream = apply_content_event(stream, event)
+    except StreamViolation as exc:
+        tx = _Tx(s)
+        _interrupt(tx, err.ProtocolError(str(exc)))
+        return tx.done()
+    return Transition(with_run(s, with_stream(run, new_stream)))
 
 
 def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) -> None:
@@ -600,9 +602,9 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
         _fail_attempt(tx, err.ProtocolError(problem, retryable=True), True, now)
         return
     cp = tx.s.checkpoint
-    acked = attrs.evolve(attempt, acked=True)
+    acked = evolve(attempt, acked=True)
     stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages))
-    tx.set(run=attrs.evolve(run, attempt=acked, stream=stream))
+    tx.set(run=evolve(run, attempt=acked, stream=stream))
     if run.kind == "resume":
         # R-C3: the acknowledgement retires the claimed batch and releases the claim
         # (R-D2); the state stays locked while this run owns it.
@@ -762,7 +764,7 @@ def _ended_or_current(s: State, attempt: int) -> Run | Transition:
     """The run whose current attempt this is, or the transition for any other attempt:
     a lingering stream is simply forgotten, a retired one ignored (R-H1)."""
     if attempt in s.lingering:
-        return Transition(attrs.evolve(s, lingering=s.lingering - {attempt}))
+        return Transition(evolve(s, lingering=s.lingering - {attempt}))
     run = s.run
     if run is None or run.attempt is None or run.attempt.id != attempt:
         return Transition(s)
@@ -796,7 +798,7 @@ def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
 def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
     if i.timer == s.expiry_timer:
         # R-G3: observers learn of the expiry the moment it happens.
-        return Transition(attrs.evolve(s, expiry_timer=None))
+        return Transition(evolve(s, expiry_timer=None))
     run = s.run
     if run is None or run.retry_timer != i.timer:
         return Transition(s)
@@ -808,9 +810,9 @@ def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
             return tx.done()
     run_id = tx.new_id("run")
     attempt = Attempt(id=tx.serial(), run_id=run_id, number=run.attempts + 1)
-    tx.set(run=attrs.evolve(run, attempt=attempt, retry_timer=None, attempts=attempt.number))
+    tx.set(run=evolve(run, attempt=attempt, retry_timer=None, attempts=attempt.number))
     # R-F2: the captured request, byte for byte, with only a fresh run id.
-    tx.emit(StartAttempt(attempt.id, attrs.evolve(run.template, run_id=run_id)))
+    tx.emit(StartAttempt(attempt.id, evolve(run.template, run_id=run_id)))
     return tx.done()
 
 
@@ -835,7 +837,7 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
             result = _tool_message(tx, t.tool_call_id, f"Error: {problem}", problem)
         else:
             result = _tool_message(tx, t.tool_call_id, content, None)
-    tasks = (*r.tasks[:n], attrs.evolve(t, result=result), *r.tasks[n + 1 :])
+    tasks = (*r.tasks[:n], evolve(t, result=result), *r.tasks[n + 1 :])
     tx.set(tools=ToolRound(tasks))
     _tools_progress(tx)
     return tx.done()

@@ -61,13 +61,13 @@ class MessageView(Sequence[Message]):
     def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        n = len(self._base)
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError("message index out of range")
-        message = self._base[index]
-        return message if self._open is None else _as_streamed(self._open, index, message)
+        try:
+            message = self._base[index]
+        except IndexError:
+            raise IndexError("message index out of range") from None
+        if self._open is None:
+            return message
+        return _as_streamed(self._open, index if index >= 0 else index + len(self._base), message)
 
     def __iter__(self) -> Iterator[Message]:
         if self._open is None:

@@ -15,7 +15,14 @@ from .errors import InterludeError
 from .json import JSON
 from .options import Options
 from .pvec import PVec, Rope
-from .wire.messages import Message, ToolMessage
+from .wire.messages import (
+    ActivityMessage,
+    AssistantMessage,
+    FunctionCall,
+    Message,
+    ToolCall,
+    ToolMessage,
+)
 from .wire.run_input import Interrupt, ResumeEntry, RunAgentInput
 
 __all__ = [
@@ -32,6 +39,7 @@ __all__ = [
     "Stream",
     "ToolRound",
     "ToolTask",
+    "evolve",
     "replacer",
     "with_open_calls",
     "with_open_texts",
@@ -229,6 +237,65 @@ def replacer(cls: type[_T], field: str) -> Callable[[_T, Any], _T]:
     fn: Callable[[_T, Any], _T] = env["replace"]
     fn.__doc__ = f"A copy of a {cls.__name__} with {field} replaced (a fast attrs.evolve)."
     return fn
+
+
+def _copier(cls: type[_T]) -> Callable[[_T, dict[str, Any]], _T]:
+    """A generated ``attrs.evolve`` for one class: checks names, then copies once."""
+    names = [a.name for a in attrs.fields(cls)]  # type: ignore[arg-type]
+    env: dict[str, Any] = {
+        "_new": object.__new__,
+        "_cls": cls,
+        "_set_dict": _set_dict,
+        "_fields": frozenset(names),
+        "_unknown": _unknown_fields,
+    }
+    head = "def evolve(old, changes):\n    if not changes.keys() <= _fields:\n"
+    head += "        _unknown(_cls, changes)\n    new = _new(_cls)\n"
+    if "__slots__" in cls.__dict__:
+        stores = []
+        for n in names:
+            env[f"_set_{n}"] = getattr(cls, n).__set__
+            stores.append(f"    _set_{n}(new, changes[{n!r}] if {n!r} in changes else old.{n})")
+        body = "\n".join(stores)
+    else:
+        body = (
+            "    d = old.__dict__.copy()\n    d.update(changes)\n    _set_dict(new, '__dict__', d)"
+        )
+    exec(f"{head}{body}\n    return new\n", env)  # generated from field names only
+    fn: Callable[[_T, dict[str, Any]], _T] = env["evolve"]
+    return fn
+
+
+def _unknown_fields(cls: type, changes: dict[str, Any]) -> None:
+    names = {a.name for a in attrs.fields(cls)}
+    unknown = ", ".join(sorted(set(changes) - names))
+    raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
+
+
+def evolve(obj: _T, **changes: Any) -> _T:
+    """``attrs.evolve`` without its per-call introspection, for the reducer's records and
+    the messages it builds (other attrs classes go to ``attrs.evolve``)."""
+    copier = _COPIERS.get(type(obj))
+    return attrs.evolve(obj, **changes) if copier is None else copier(obj, changes)  # type: ignore[misc]
+
+
+_COPIERS: dict[type[Any], Callable[[Any, dict[str, Any]], Any]] = {
+    cls: _copier(cls)
+    for cls in (
+        State,
+        Run,
+        Stream,
+        Attempt,
+        Checkpoint,
+        OpenText,
+        OpenCall,
+        ToolTask,
+        AssistantMessage,
+        ToolCall,
+        FunctionCall,
+        ActivityMessage,
+    )
+}
 
 
 with_run: Callable[[State, Run | None], State] = replacer(State, "run")

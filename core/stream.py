@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from .json import JSON, FrozenDict
 from .patch import PatchError, apply_patch
 from .pvec import PVec, Rope
@@ -24,6 +22,7 @@ from .state import (
     OpenCall,
     OpenText,
     Stream,
+    evolve,
     replacer,
     with_open_calls,
     with_open_texts,
@@ -69,20 +68,29 @@ def _start_text(s: Stream, message: Message) -> Stream:
     if len(s.open_texts) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
     opened = OpenText(message_id=message.id, index=len(s.messages), rope=Rope())
-    return attrs.evolve(s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened))
+    return evolve(s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened))
 
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
     texts = s.open_texts
-    # The message being written is almost always the newest one: check it first.
+    # The message being written is almost always the only open one, or the newest.
+    if len(texts) == 1 and texts[0].message_id == message_id:
+        o = texts[0]
+        return with_open_texts(s, (_with_text_rope(o, o.rope.append(delta)),))
     for i in range(len(texts) - 1, -1, -1):
         o = texts[i]
         if o.message_id == message_id:
-            grown = OpenText(message_id, o.index, o.rope.append(delta))
-            if i == len(texts) - 1:
-                return with_open_texts(s, (*texts[:i], grown))
+            grown = _with_text_rope(o, o.rope.append(delta))
             return with_open_texts(s, (*texts[:i], grown, *texts[i + 1 :]))
     raise StreamViolation(f"content for message {message_id!r}, which is not open")
+
+
+def _text_content(s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageContent) -> Stream:
+    return _append_text(s, e.message_id, e.delta)
+
+
+_with_text_rope = replacer(OpenText, "rope")
+_with_call_rope = replacer(OpenCall, "rope")
 
 
 def with_text(message: Message, text: str) -> Message:
@@ -101,7 +109,7 @@ def _end_text(s: Stream, message_id: str) -> Stream:
     if o is None:
         raise StreamViolation(f"end of message {message_id!r}, which is not open")
     closed = with_text(s.messages[o.index], str(o.rope))
-    return attrs.evolve(
+    return evolve(
         s,
         messages=s.messages.set(o.index, closed),
         open_texts=tuple(t for t in s.open_texts if t is not o),
@@ -190,10 +198,10 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
         assert isinstance(parent_message, AssistantMessage)
         messages = messages.set(
             index,
-            attrs.evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
+            evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
         )
     opened = OpenCall(tool_call_id=tool_call_id, index=index, rope=Rope())
-    return attrs.evolve(
+    return evolve(
         s,
         messages=messages,
         open_calls=(*s.open_calls, opened),
@@ -203,12 +211,19 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
 
 def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
     calls = s.open_calls
+    if len(calls) == 1 and calls[0].tool_call_id == tool_call_id:
+        o = calls[0]
+        return with_open_calls(s, (_with_call_rope(o, o.rope.append(delta)),))
     for i in range(len(calls) - 1, -1, -1):
         o = calls[i]
         if o.tool_call_id == tool_call_id:
-            grown = OpenCall(tool_call_id, o.index, o.rope.append(delta))
+            grown = _with_call_rope(o, o.rope.append(delta))
             return with_open_calls(s, (*calls[:i], grown, *calls[i + 1 :]))
     raise StreamViolation(f"arguments for tool call {tool_call_id!r}, which is not open")
+
+
+def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
+    return _tool_call_args(s, e.tool_call_id, e.delta)
 
 
 def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
@@ -219,14 +234,12 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
     assert isinstance(holder, AssistantMessage)
     args = str(o.rope)
     calls = tuple(
-        attrs.evolve(c, function=attrs.evolve(c.function, arguments=args))
-        if c.id == tool_call_id
-        else c
+        evolve(c, function=evolve(c.function, arguments=args)) if c.id == tool_call_id else c
         for c in holder.tool_calls or ()
     )
-    return attrs.evolve(
+    return evolve(
         s,
-        messages=s.messages.set(o.index, attrs.evolve(holder, tool_calls=calls)),
+        messages=s.messages.set(o.index, evolve(holder, tool_calls=calls)),
         open_calls=tuple(c for c in s.open_calls if c is not o),
     )
 
@@ -247,7 +260,7 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
 def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     # R-D4: the result may name a call from before the interrupt; it attaches by id.
     msg = ToolMessage(id=e.message_id, content=e.content, tool_call_id=e.tool_call_id)
-    return attrs.evolve(s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id})
+    return evolve(s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id})
 
 
 # -- snapshots, deltas, activities ---------------------------------------------------
@@ -270,17 +283,17 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     # snapshot is authoritative.
     old = {m.id: m for m in s.messages}
     merged = PVec.from_iterable(old[m.id] if old.get(m.id) == m else m for m in e.messages)
-    return attrs.evolve(s, messages=merged, open_texts=(), open_calls=(), base=0)
+    return evolve(s, messages=merged, open_texts=(), open_calls=(), base=0)
 
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
     msg = ActivityMessage(id=e.message_id, activity_type=e.activity_type, content=e.content)
     i = _index_of(s, e.message_id, s.base)
     if i is None:
-        return attrs.evolve(s, messages=s.messages.append(msg))
+        return evolve(s, messages=s.messages.append(msg))
     if e.replace is False:
         return s
-    return attrs.evolve(s, messages=s.messages.set(i, msg))
+    return evolve(s, messages=s.messages.set(i, msg))
 
 
 def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
@@ -292,26 +305,26 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     content = _patched(current.content, e.patch, "ACTIVITY_DELTA patch")
     if not isinstance(content, FrozenDict):
         raise StreamViolation("an ACTIVITY_DELTA patch made the activity content a non-object")
-    return attrs.evolve(s, messages=s.messages.set(i, attrs.evolve(current, content=content)))
+    return evolve(s, messages=s.messages.set(i, evolve(current, content=content)))
 
 
 _HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.TextMessageStart: _text_start,
-    ev.TextMessageContent: lambda s, e: _append_text(s, e.message_id, e.delta),
+    ev.TextMessageContent: _text_content,
     ev.TextMessageEnd: lambda s, e: _end_text(s, e.message_id),
     ev.TextMessageChunk: _text_chunk,
     ev.ReasoningMessageStart: _reasoning_start,
-    ev.ReasoningMessageContent: lambda s, e: _append_text(s, e.message_id, e.delta),
+    ev.ReasoningMessageContent: _text_content,
     ev.ReasoningMessageEnd: lambda s, e: _end_text(s, e.message_id),
     ev.ReasoningMessageChunk: _reasoning_chunk,
     ev.ToolCallStart: lambda s, e: _tool_call_start(
         s, e.tool_call_id, e.tool_call_name, e.parent_message_id
     ),
-    ev.ToolCallArgs: lambda s, e: _tool_call_args(s, e.tool_call_id, e.delta),
+    ev.ToolCallArgs: _tool_call_args_event,
     ev.ToolCallEnd: lambda s, e: _tool_call_end(s, e.tool_call_id),
     ev.ToolCallChunk: _tool_call_chunk,
     ev.ToolCallResult: _tool_call_result,
-    ev.StateSnapshot: lambda s, e: attrs.evolve(s, state=e.snapshot),
+    ev.StateSnapshot: lambda s, e: evolve(s, state=e.snapshot),
     ev.StateDelta: _state_delta,
     ev.MessagesSnapshot: _messages_snapshot,
     ev.ActivitySnapshot: _activity_snapshot,

@@ -650,6 +650,7 @@ _WIRE_VALUES = st.one_of(
                 "stepName",
                 "name",
                 "timestamp",
+                "subagentRunId",
             ]
         ),
         _WIRE_VALUES,

@@ -506,30 +506,38 @@ def _fast_path(cls: type, general: Callable[[Any], Any]) -> Callable[[Any], Any]
     """``general``, preceded by a shortcut for the common shape of a string-only event.
 
     Deltas, starts and ends make up most of a stream, and they usually carry
-    exactly their required string fields. For that shape the event is built
-    directly (the same object cattrs would build, with every optional field
-    at its default); any other shape takes the general path, which checks
-    everything and explains what is wrong.
+    only string fields. For that shape (no key but ``type``, the required
+    strings and optional strings) the event is built directly: the same object
+    cattrs would build, every other field at its default. Any other shape
+    takes the general path, which checks everything and explains what is wrong.
     """
     fields = [a for a in attrs.fields(cls) if a.init]
     required = [a for a in fields if a.default is attrs.NOTHING]
-    optional = [a for a in fields if a.default is not attrs.NOTHING]
+    strings = [a for a in fields if a.default is None and a.type == str | None]
     if not required or any(a.type is not str for a in required):
         return general
-    if any(isinstance(a.default, attrs.Factory) for a in optional):  # type: ignore[arg-type]
+    if any(isinstance(a.default, attrs.Factory) for a in fields):  # type: ignore[arg-type]
         return general
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_general": general}
-    lines = [f"def structure(obj):\n    if len(obj) == {len(required) + 1}:"]
-    for n, a in enumerate(required):
-        lines.append(f"        v{n} = obj.get({_camel(a.name)!r})")
-    test = " and ".join(f"type(v{n}) is str" for n in range(len(required)))
-    lines.append(f"        if {test}:\n            new = _new(_cls)")
+    given = {a.name: f"v{n}" for n, a in enumerate([*required, *strings])}
+    env: dict[str, Any] = {
+        "_new": object.__new__,
+        "_cls": cls,
+        "_general": general,
+        "_keys": frozenset(["type", *(_camel(a.name) for a in [*required, *strings])]),
+    }
+    lines = ["def structure(obj):", "    if obj.keys() <= _keys:"]
+    lines += [
+        f"        {given[a.name]} = obj.get({_camel(a.name)!r})" for a in [*required, *strings]
+    ]
+    tests = [f"type({given[a.name]}) is str" for a in required]
+    tests += [f"({given[a.name]} is None or type({given[a.name]}) is str)" for a in strings]
+    lines.append(f"        if {' and '.join(tests)}:")
+    lines.append("            new = _new(_cls)")
     for a in fields:
         env[f"_set_{a.name}"] = getattr(cls, a.name).__set__
-        value = f"v{required.index(a)}" if a in required else f"_default_{a.name}"
         env[f"_default_{a.name}"] = a.default
-        lines.append(f"            _set_{a.name}(new, {value})")
-    lines.append("            return new\n    return _general(obj)\n")
+        lines.append(f"            _set_{a.name}(new, {given.get(a.name, f'_default_{a.name}')})")
+    lines += ["            return new", "    return _general(obj)", ""]
     exec("\n".join(lines), env)  # generated from the class's field names only
     fast: Callable[[Any], Any] = env["structure"]
     return fast
