@@ -20,6 +20,7 @@ from typing import Any, Final
 import attrs
 
 from interlude.core.json import thaw
+from interlude.core.pvec import PVec
 
 __all__ = [
     "MAX_FORM_DEPTH",
@@ -313,9 +314,14 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _as_json(value: object) -> Any:
+    """Frozen arrays (PVec) as arrays, anything else that is not JSON as its str()."""
+    return list(value) if isinstance(value, PVec) else str(value)
+
+
 def format_json(value: Any, limit: int = 200) -> str:
     """Compact JSON for display, cut at ``limit`` characters."""
-    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=_as_json)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -1,7 +1,10 @@
 """Deeply immutable JSON values.
 
 Objects become :class:`FrozenDict`, arrays become tuples; strings, numbers,
-booleans and ``None`` are immutable already. A frozen value is shared, never
+booleans and ``None`` are immutable already. A long array that a JSON Patch
+changes becomes a :class:`~.pvec.PVec` (a persistent vector that equals and
+hashes like the tuple of its items), so that the next change to it copies a
+few dozen slots rather than the whole array. A frozen value is shared, never
 copied: freezing an already-frozen value returns it as it is, and a JSON Patch
 copies only the containers on the patched path (see :mod:`.patch`).
 
@@ -15,16 +18,19 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeAlias
 
+from .pvec import PVec
+
 __all__ = [
     "JSON",
     "FrozenDict",
     "NotJSONError",
     "freeze",
     "freeze_parsed",
+    "json_default",
     "thaw",
 ]
 
-JSON: TypeAlias = "bool | int | float | str | tuple[JSON, ...] | FrozenDict | None"
+JSON: TypeAlias = "bool | int | float | str | tuple[JSON, ...] | PVec[JSON] | FrozenDict | None"
 
 
 class FrozenDict(dict[str, "JSON"]):
@@ -161,6 +167,10 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
             raise
         finally:
             active.discard(id(value))
+    if t is PVec:
+        frozen = [_freeze(v, depth + 1, max_depth, active) for v in value]
+        same = all(a is b for a, b in zip(frozen, value, strict=True))
+        return value if same else PVec.from_iterable(frozen)
     if isinstance(value, int):  # int subclasses such as IntEnum
         return int(value)
     if isinstance(value, str):  # StrEnum and other str subclasses
@@ -184,6 +194,13 @@ def thaw(value: object) -> Any:
     """A plain, mutable ``dict``/``list`` copy of a frozen JSON value."""
     if isinstance(value, dict):
         return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
+    if isinstance(value, tuple | list | PVec):
         return [thaw(v) for v in value]
     return value
+
+
+def json_default(value: object) -> list[Any]:
+    """The ``default`` hook for ``json.dumps`` of frozen JSON: writes a PVec as an array."""
+    if type(value) is PVec:
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

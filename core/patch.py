@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .json import JSON, FrozenDict
+from .pvec import PVec
 
-__all__ = ["MAX_DEPTH", "PatchError", "apply_patch", "json_equal", "parse_pointer"]
+__all__ = ["MAX_DEPTH", "SHARE_FROM", "PatchError", "apply_patch", "json_equal", "parse_pointer"]
 
 MAX_DEPTH = 512
 """The most reference tokens a pointer may have (deeper state is not JSON we keep)."""
@@ -28,7 +29,12 @@ MAX_DEPTH = 512
 _INDEX = re.compile(r"0|[1-9][0-9]*")  # ASCII digits only, no leading zeros
 _BAD_TILDE = re.compile(r"~(?![01])")
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
-_FROZEN_TYPES = (type(None), bool, int, float, str, tuple, FrozenDict)
+_ABSENT = object()
+_FROZEN_TYPES = (type(None), bool, int, float, str, tuple, PVec, FrozenDict)
+
+SHARE_FROM = 64
+"""Arrays a patch leaves at least this long are persistent vectors (:class:`PVec`): a
+change to one copies O(log n) slots, where a tuple would be copied whole."""
 
 
 class PatchError(ValueError):
@@ -103,7 +109,7 @@ def _child(container: JSON, token: str) -> JSON:
         if token in container:
             return container[token]
         raise _Fail(f"no member {_short(token)}")
-    if type(container) is tuple:
+    if type(container) is tuple or type(container) is PVec:
         return container[_index(token, len(container), end_ok=False)]
     raise _Fail(f"cannot look up {_short(token)} in a {type(container).__name__}")
 
@@ -119,7 +125,12 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
     # Walk down, remembering each container and the resolved key into it.
     chain: list[tuple[JSON, str | int]] = []
     node = doc
-    for token in tokens[:-1]:
+    for n in range(len(tokens) - 1):
+        token = tokens[n]
+        if type(node) is FrozenDict and token in node:  # the common step, inlined
+            chain.append((node, token))
+            node = node[token]
+            continue
         child = _child(node, token)
         chain.append((node, token if isinstance(node, dict) else int(token)))
         node = child
@@ -129,27 +140,37 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
         if op != "add" and last not in node:
             raise _Fail(f"no member {_short(last)}")
         new = node.without(last) if op == "remove" else node.set(last, value)
-    elif type(node) is tuple:
-        i = _index(last, len(node), end_ok=op == "add")
-        items = list(node)
-        if op == "add":
-            items.insert(i, value)
-        elif op == "remove":
-            del items[i]
-        else:
-            items[i] = value
-        new = tuple(items)
+    elif type(node) is tuple or type(node) is PVec:
+        new = _array_with(node, _index(last, len(node), end_ok=op == "add"), op, value)
     else:
         raise _Fail(f"cannot {op} {_short(last)} in a {type(node).__name__}")
     # Walk back up, copying each container with its one child replaced.
     for parent, key in reversed(chain):
         if isinstance(key, str):
-            new = parent.set(key, new)  # type: ignore[union-attr]
+            new = parent.set(key, new)  # type: ignore[union-attr, arg-type]
         else:
-            items = list(parent)  # type: ignore[arg-type]
-            items[key] = new
-            new = tuple(items)
+            new = _array_with(parent, key, "replace", new)  # type: ignore[arg-type]
     return new
+
+
+def _array_with(
+    array: tuple[JSON, ...] | PVec[JSON], i: int, op: str, value: JSON
+) -> tuple[JSON, ...] | PVec[JSON]:
+    """``array`` with ``op`` done at index ``i``; long results share structure (SHARE_FROM)."""
+    if type(array) is PVec or len(array) >= SHARE_FROM:
+        vec = array if type(array) is PVec else PVec.from_iterable(array)
+        if op == "replace":
+            return vec.set(i, value)
+        if op == "add" and i == len(vec):
+            return vec.append(value)
+    items = list(array)
+    if op == "add":
+        items.insert(i, value)
+    elif op == "remove":
+        del items[i]
+    else:
+        items[i] = value
+    return PVec.from_iterable(items) if len(items) >= SHARE_FROM else tuple(items)
 
 
 def _add(doc: JSON, tokens: tuple[str, ...], value: JSON) -> JSON:
@@ -183,8 +204,8 @@ def json_equal(a: object, b: object) -> bool:
                 if k not in y:
                     return False
                 stack.append((v, y[k]))
-        elif isinstance(x, tuple | list):
-            if not isinstance(y, tuple | list) or len(x) != len(y):
+        elif isinstance(x, tuple | list | PVec):
+            if not isinstance(y, tuple | list | PVec) or len(x) != len(y):
                 return False
             stack.extend(zip(x, y, strict=True))
         elif isinstance(x, bool) or isinstance(y, bool):
@@ -222,7 +243,7 @@ def _source(doc: JSON, op: Mapping[str, Any]) -> tuple[tuple[str, ...], JSON]:
 
 
 def _apply_one(doc: JSON, op: object) -> JSON:
-    if not isinstance(op, Mapping):
+    if type(op) is not FrozenDict and not isinstance(op, Mapping):  # the ABC check is slow
         raise _Fail(f"an operation must be an object, not {type(op).__name__}")
     name = op.get("op")
     if name is None:
@@ -231,11 +252,12 @@ def _apply_one(doc: JSON, op: object) -> JSON:
         raise _Fail(f"'op' must be a string, not {type(name).__name__}")
     if name not in _OPS:
         raise _Fail(f"unknown op {_short(name)}")
-    if "path" not in op:
+    pointer = op.get("path", _ABSENT)
+    if pointer is _ABSENT:
         raise _Fail("missing 'path'")
-    if type(op["path"]) is not str:
-        raise _Fail(f"'path' must be a string, not {type(op['path']).__name__}")
-    path = _parse(op["path"])
+    if type(pointer) is not str:
+        raise _Fail(f"'path' must be a string, not {type(pointer).__name__}")
+    path = _parse(pointer)
     if name == "add":
         return _add(doc, path, _value(op))
     if name == "remove":
@@ -262,7 +284,9 @@ def apply_patch(doc: JSON, ops: Sequence[Any]) -> JSON:
     Values from the ops are shared into the result, not copied: they must be
     frozen JSON already (checked at the top level only).
     """
-    if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Sequence):
+    if type(ops) is not tuple and (
+        isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Sequence)
+    ):
         raise PatchError(f"a patch must be an array of operations, not {type(ops).__name__}")
     for i, op in enumerate(ops):
         try:

@@ -6,14 +6,18 @@ import contextlib
 import copy
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from interlude.core import patch as patch_module
 from interlude.core.json import FrozenDict, freeze, thaw
-from interlude.core.patch import PatchError, apply_patch, json_equal, parse_pointer
+from interlude.core.patch import SHARE_FROM, PatchError, apply_patch, json_equal, parse_pointer
+from interlude.core.pvec import PVec
+from interlude.core.wire.codec import dumps
 
 
 def fz(value: Any) -> Any:
@@ -256,7 +260,7 @@ def assert_frozen(v: Any) -> None:
             stack.extend(x.values())
         else:
             assert type(x) is not list
-            if type(x) is tuple:
+            if type(x) is tuple or type(x) is PVec:
                 stack.extend(x)
 
 
@@ -297,6 +301,64 @@ def test_patch_matches_reference(data: st.DataObject) -> None:
 def test_json_equal_matches_reference(a: Any, data: st.DataObject) -> None:
     b = data.draw(st.sampled_from([a, variant(a)]) | json_values)
     assert json_equal(fz(a), fz(b)) is ref_strict_eq(a, b)
+
+
+@contextlib.contextmanager
+def sharing_from(length: int) -> Iterator[None]:
+    """Lower SHARE_FROM, so that short generated arrays take the persistent-vector paths."""
+    saved = patch_module.SHARE_FROM
+    patch_module.SHARE_FROM = length
+    try:
+        yield
+    finally:
+        patch_module.SHARE_FROM = saved
+
+
+@settings(max_examples=150)
+@given(st.data())
+def test_patches_on_persistent_arrays_match_reference(data: st.DataObject) -> None:
+    """The same reference check with every array of two or more items a PVec once a patch
+    touches it; a second patch then starts from those vectors."""
+    with sharing_from(2):
+        plain = data.draw(json_values)
+        ops = data.draw(patches(plain))
+        check_against_reference(plain, ops)
+        try:
+            middle = ref_apply(plain, ops)
+        except RefError:
+            return
+        doc = apply_patch(fz(plain), fz(ops))
+        more = data.draw(patches(middle))
+        try:
+            expected = ref_apply(middle, more)
+        except RefError:
+            with pytest.raises(PatchError):
+                apply_patch(doc, fz(more))
+        else:
+            got = apply_patch(doc, fz(more))
+            assert canon(got) == json.dumps(expected, sort_keys=True)
+            assert_frozen(got)
+            assert json_equal(got, fz(expected))
+
+
+def test_long_arrays_become_persistent_vectors_that_act_as_tuples() -> None:
+    doc = fz({"xs": [{"n": i} for i in range(SHARE_FROM + 10)]})
+    new: Any = apply_patch(doc, (fz({"op": "replace", "path": "/xs/3/n", "value": -1}),))
+    xs = new["xs"]
+    assert type(xs) is PVec and type(doc["xs"]) is tuple
+    assert all(xs[i] is doc["xs"][i] for i in range(len(xs)) if i != 3)
+    as_tuple = (*doc["xs"][:3], fz({"n": -1}), *doc["xs"][4:])
+    assert xs == as_tuple and as_tuple == xs and hash(xs) == hash(as_tuple)
+    assert json_equal(new, fz({"xs": thaw(as_tuple)}))
+    assert thaw(new) == {"xs": thaw(as_tuple)}
+    assert json.loads(dumps(new)) == thaw(new)
+    assert freeze(new) is new  # already frozen: kept, not copied
+    # Removing down to a short array gives a tuple again.
+    short = fz({"xs": list(range(SHARE_FROM))})
+    shrunk: Any = apply_patch(short, (fz({"op": "remove", "path": "/xs/0"}),))
+    assert type(shrunk["xs"]) is tuple and shrunk["xs"] == tuple(range(1, SHARE_FROM))
+    grown: Any = apply_patch(shrunk, (fz({"op": "add", "path": "/xs/-", "value": 0}),))
+    assert type(grown["xs"]) is PVec
 
 
 # -- structural sharing -----------------------------------------------------------

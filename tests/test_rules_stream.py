@@ -44,6 +44,7 @@ from interlude.adapters.resource import Resource
 from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
+from interlude.core.pvec import PVec
 from interlude.core.state import Checkpoint
 from interlude.core.wire import (
     ActivityMessage,
@@ -562,6 +563,37 @@ def test_R_J2_state_delta_applies_several_operations() -> None:
         "moved": {"x": 1},
         "nested": {"a/b": [0, 1]},
     }
+
+
+def test_R_J2_long_arrays_share_structure_and_still_read_and_send_as_arrays() -> None:
+    """R-J2 at scale: a patched long array becomes a persistent vector, so the next patch
+    copies a few slots, not the array; it still equals the tuple, thaws to a list, is
+    committed at RUN_FINISHED and goes out as a JSON array in the next request."""
+    items = [{"id": n, "status": "open"} for n in range(500)]
+    driver, chat = chat_with(
+        succeed_held(
+            state_delta({"op": "replace", "path": "/items/7/status", "value": "shipped"}),
+            state_delta({"op": "add", "path": "/items/-", "value": {"id": 500}}),
+            state_delta({"op": "remove", "path": "/items/0"}),
+        ),
+        succeed(),
+        state={"items": items},
+    )
+    start(chat, driver)
+    feed(driver, 2)  # RUN_STARTED and the first patch
+    first = chat.state["items"]  # type: ignore[index]
+    assert isinstance(first, PVec) and len(first) == 500
+    feed(driver, 1)
+    second = chat.state["items"]  # type: ignore[index]
+    assert second[:500] == first and second[500] == {"id": 500}
+    assert first[7] is second[7]  # shared, not copied
+    feed(driver, 2)  # the removal and RUN_FINISHED
+    assert_idle_ok(chat)
+    expected = [*items[1:7], {"id": 7, "status": "shipped"}, *items[8:], {"id": 500}]
+    assert thaw(chat.core_state.checkpoint.state) == {"items": expected}
+    assert chat.state == freeze({"items": expected})  # equal to the all-tuples form
+    start(chat, driver, "Next", "u2")
+    assert driver.requests[1].json["state"] == {"items": expected}
 
 
 @pytest.mark.parametrize(

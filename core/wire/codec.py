@@ -28,7 +28,8 @@ import cattrs
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from ..json import JSON, FrozenDict
+from ..json import JSON, FrozenDict, json_default
+from ..pvec import PVec
 from ..rfc3339 import parse_rfc3339
 from . import events as ev
 from .messages import (
@@ -408,6 +409,10 @@ def _object_reader(name: str, fn: Callable[[Any], _T]) -> Callable[[Any], _T]:
     return read
 
 
+_ALIAS_NAMES = {"PVec": PVec}
+"""Names the JSON alias uses that the modules declaring JSON fields need not import."""
+
+
 def _probe_types() -> dict[str, Any]:
     """The resolved forms of the aliases fields are declared with (for the hook table)."""
 
@@ -420,7 +425,7 @@ def _probe_types() -> dict[str, Any]:
         message_sequence: Sequence[Message]
         outcome: ev.Outcome | None
 
-    attrs.resolve_types(Probe, globals(), locals())
+    attrs.resolve_types(Probe, globals(), {**locals(), **_ALIAS_NAMES})
     return {a.name: a.type for a in attrs.fields(Probe)}
 
 
@@ -473,7 +478,7 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         RunAgentInput,
     )
     for cls in classes:
-        attrs.resolve_types(cls)
+        attrs.resolve_types(cls, None, _ALIAS_NAMES)
         s_over: dict[str, Any] = {}
         u_over: dict[str, Any] = {}
         for a in attrs.fields(cls):
@@ -786,4 +791,6 @@ def encode_run_input(inp: RunAgentInput) -> dict[str, Any]:
 
 def dumps(obj: object) -> str:
     """Compact, deterministic JSON text (UTF-8 as is; NaN and infinities refused)."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=json_default
+    )
