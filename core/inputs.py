@@ -11,7 +11,7 @@ error recorded in the state.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import attrs
 
@@ -119,16 +119,18 @@ Intent: TypeAlias = (
 # -- wire inputs ---------------------------------------------------------------
 
 
-@attrs.frozen
-class FrameReceived:
+# The two wire inputs are named tuples rather than attrs classes: one is built
+# per event, and a tuple is the cheapest immutable record to build.
+
+
+class FrameReceived(NamedTuple):
     """The data of one SSE frame of attempt ``attempt`` (decoded by the reducer)."""
 
     attempt: int
     data: str
 
 
-@attrs.frozen
-class EventReceived:
+class EventReceived(NamedTuple):
     """An already-typed AG-UI event of attempt ``attempt``."""
 
     attempt: int

@@ -66,7 +66,7 @@ from .state import (
     with_run,
     with_stream,
 )
-from .stream import StreamViolation, apply_content_event, close_all
+from .stream import CONTENT_HANDLERS, StreamViolation, close_all
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps
 from .wire.messages import MESSAGE_TYPES, AssistantMessage, Message, ToolMessage, UserMessage
@@ -577,8 +577,11 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
 
 def _content(s: State, run: Run, stream: Stream, event: object) -> Transition:
     """The hot path: a content event of the acknowledged current attempt goes to the draft."""
+    handler = CONTENT_HANDLERS.get(type(event))
+    if handler is None:
+        return Transition(s)  # steps, raw, custom, unknown types: no content
     try:
-        new_stream = apply_content_event(stream, event)
+        new_stream = handler(stream, event)
     except StreamViolation as exc:
         tx = _Tx(s)
         _interrupt(tx, err.ProtocolError(str(exc)))

@@ -42,7 +42,14 @@ from .wire.messages import (
     UserMessage,
 )
 
-__all__ = ["MAX_OPEN", "StreamViolation", "apply_content_event", "close_all", "with_text"]
+__all__ = [
+    "CONTENT_HANDLERS",
+    "MAX_OPEN",
+    "StreamViolation",
+    "apply_content_event",
+    "close_all",
+    "with_text",
+]
 
 MAX_OPEN = 256
 """Messages and tool calls open at once; more is a hostile or broken stream."""
@@ -73,10 +80,7 @@ def _start_text(s: Stream, message: Message) -> Stream:
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
     texts = s.open_texts
-    # The message being written is almost always the only open one, or the newest.
-    if len(texts) == 1 and texts[0].message_id == message_id:
-        o = texts[0]
-        return with_open_texts(s, (_with_text_rope(o, o.rope.append(delta)),))
+    # The message being written is almost always the newest one: check it first.
     for i in range(len(texts) - 1, -1, -1):
         o = texts[i]
         if o.message_id == message_id:
@@ -86,6 +90,10 @@ def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
 
 
 def _text_content(s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageContent) -> Stream:
+    texts = s.open_texts
+    if len(texts) == 1 and texts[0].message_id == e.message_id:  # the common case, inlined
+        o = texts[0]
+        return with_open_texts(s, (_with_text_rope(o, o.rope.append(e.delta)),))
     return _append_text(s, e.message_id, e.delta)
 
 
@@ -211,9 +219,6 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
 
 def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
     calls = s.open_calls
-    if len(calls) == 1 and calls[0].tool_call_id == tool_call_id:
-        o = calls[0]
-        return with_open_calls(s, (_with_call_rope(o, o.rope.append(delta)),))
     for i in range(len(calls) - 1, -1, -1):
         o = calls[i]
         if o.tool_call_id == tool_call_id:
@@ -223,6 +228,10 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
 
 
 def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
+    calls = s.open_calls
+    if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id:  # the common case, inlined
+        o = calls[0]
+        return with_open_calls(s, (_with_call_rope(o, o.rope.append(e.delta)),))
     return _tool_call_args(s, e.tool_call_id, e.delta)
 
 
@@ -308,7 +317,7 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     return evolve(s, messages=s.messages.set(i, evolve(current, content=content)))
 
 
-_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
+CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.TextMessageStart: _text_start,
     ev.TextMessageContent: _text_content,
     ev.TextMessageEnd: lambda s, e: _end_text(s, e.message_id),
@@ -335,7 +344,7 @@ _HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
 def apply_content_event(s: Stream, event: object) -> Stream:
     """The stream after ``event``. Events that carry no content leave it as it is
     (steps, raw, custom, subagent lifecycle, reasoning phases, unknown types)."""
-    handler = _HANDLERS.get(type(event))
+    handler = CONTENT_HANDLERS.get(type(event))
     return s if handler is None else handler(s, event)
 
 

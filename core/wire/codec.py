@@ -728,6 +728,19 @@ def _too_deep(value: Any) -> bool:
 
 def decode_frame(data: str) -> ev.Event:
     """The event in one SSE frame's data: JSON text, strictly read (see :func:`decode_event`)."""
+    if type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
+        # The common case in one pass: a whole, shallow JSON object of a known type.
+        # Anything else, or any failure, is read again by the general path below,
+        # which finds the same result or explains the problem.
+        try:
+            obj, end = _scan(data, 0)
+            if end == len(data) and type(obj) is dict:
+                kind = obj.get("type")
+                fn = _EVENTS.get(kind) if type(kind) is str else None
+                if fn is not None:
+                    return fn(obj)  # type: ignore[no-any-return]
+        except (StopIteration, ValueError, RecursionError, _Bad, KeyError):
+            pass
     if type(data) is not str:
         raise WireError(f"a frame must be text, got {_describe(data)}")
     return decode_event(_loads(data))
