@@ -141,7 +141,7 @@ def _time_fake(count: int) -> tuple[float, Resource]:
     chat.send(f"long {count}")
     assert driver.step()  # the request goes out; the reply is built (untimed)
     assert driver.step()  # RUN_STARTED
-    assert chat.core_state.run is not None and chat.core_state.run.stream is not None
+    assert chat.core_state.run is not None and chat.core_state.draft is not None
     start = time.perf_counter()
     driver.run_until_idle(max_steps=10**8)
     seconds = time.perf_counter() - start

@@ -142,7 +142,7 @@ def _prepared(snapshot: str, lines: Sequence[str], *, hold: bool, observed: bool
     assert driver.step()  # RUN_STARTED
     assert driver.step()  # STATE_SNAPSHOT
     run = chat.core_state.run
-    assert run is not None and run.stream is not None and chat.error is None, chat.error
+    assert run is not None and chat.core_state.draft is not None and chat.error is None, chat.error
     assert run.attempt is not None
     frames: list[str] = []
     if hold:

@@ -271,6 +271,10 @@ class Rope:
         return self._len
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self) -> str:
+        """The whole text (``str(rope)``; a plain method call is cheaper on the hot path)."""
         prev, chunk = self._link
         if prev is None:
             return chunk

@@ -12,6 +12,7 @@ docs/design.md names each one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -63,8 +64,7 @@ from .state import (
     ToolRound,
     ToolTask,
     evolve,
-    with_run,
-    with_stream,
+    with_draft,
 )
 from .stream import CONTENT_HANDLERS, StreamViolation, close_all
 from .wire import events as ev
@@ -87,6 +87,12 @@ class Transition(NamedTuple):
 
     state: State
     commands: tuple[Command, ...] = ()
+
+
+# The hot path builds its Transition without the named tuple's Python-level __new__.
+_no_commands: Callable[[tuple[State, tuple[Command, ...]]], Transition] = functools.partial(
+    tuple.__new__, Transition
+)
 
 
 def initial_state(
@@ -125,6 +131,8 @@ class _Tx:
         self.commands: list[Command] = []
 
     def set(self, **changes: Any) -> None:
+        if "run" in changes and "draft" not in changes:
+            changes["draft"] = None  # a draft belongs to the acknowledged attempt of a run
         self.s = evolve(self.s, **changes)
 
     def emit(self, command: Command) -> None:
@@ -529,8 +537,8 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
             retryable = not run.attempt.acked
             _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
         return tx.done()
-    if current and run.stream is not None and type(event) not in _LIFECYCLE:  # type: ignore[union-attr]
-        return _content(s, run, run.stream, event)  # type: ignore[arg-type, union-attr]
+    if current and s.draft is not None and type(event) not in _LIFECYCLE:
+        return _content(s, s.draft, event)
     return _on_event(s, i.attempt, event, now)
 
 
@@ -559,9 +567,8 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
             _late_violation(tx, attempt_id, f"a {event.TYPE} event")
         return tx.done()
     attempt = run.attempt
-    stream = run.stream
-    if stream is not None and type(event) not in _LIFECYCLE:
-        return _content(s, run, stream, event)
+    if s.draft is not None and type(event) not in _LIFECYCLE:
+        return _content(s, s.draft, event)
     tx = _Tx(s)
     if isinstance(event, ev.RunError):
         _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)
@@ -575,7 +582,7 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     return tx.done()
 
 
-def _content(s: State, run: Run, stream: Stream, event: object) -> Transition:
+def _content(s: State, stream: Stream, event: object) -> Transition:
     """The hot path: a content event of the acknowledged current attempt goes to the draft."""
     handler = CONTENT_HANDLERS.get(type(event))
     if handler is None:
@@ -586,7 +593,7 @@ def _content(s: State, run: Run, stream: Stream, event: object) -> Transition:
         tx = _Tx(s)
         _interrupt(tx, err.ProtocolError(str(exc)))
         return tx.done()
-    return Transition(with_run(s, with_stream(run, new_stream)))
+    return _no_commands((with_draft(s, new_stream), ()))
 
 
 def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) -> None:
@@ -607,7 +614,7 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
     cp = tx.s.checkpoint
     acked = evolve(attempt, acked=True)
     stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages))
-    tx.set(run=evolve(run, attempt=acked, stream=stream))
+    tx.set(run=evolve(run, attempt=acked), draft=stream)
     if run.kind == "resume":
         # R-C3: the acknowledgement retires the claimed batch and releases the claim
         # (R-D2); the state stays locked while this run owns it.
@@ -630,8 +637,8 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
             ),
         )
         return
-    assert run.stream is not None
-    stream = close_all(run.stream)
+    assert tx.s.draft is not None
+    stream = close_all(tx.s.draft)
     tx.set(
         checkpoint=Checkpoint(messages=stream.messages, state=stream.state),
         run=None,

@@ -14,7 +14,7 @@ from .errors import InterludeError
 from .json import JSON
 from .pvec import PVec
 from .state import Batch, State, Stream, replacer
-from .stream import with_text
+from .stream import WITH_CONTENT as _WITH_CONTENT
 from .wire.messages import AssistantMessage, FunctionCall, Message, ToolCall
 
 __all__ = [
@@ -43,23 +43,22 @@ class MessageView(Sequence[Message]):
     only when that message is read.
     """
 
-    __slots__ = ("_base", "_open")
+    __slots__ = ("_base", "_len", "_open")
 
     def __init__(self, base: PVec[Message], stream: Stream | None = None) -> None:
         self._base = base
-        self._open = (
-            stream if stream is not None and (stream.open_texts or stream.open_calls) else None
-        )
+        self._len = len(base)
+        self._open = _streaming(stream)
 
     def __len__(self) -> int:
-        return len(self._base)
+        return self._len
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload
     def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
     def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
-        if isinstance(index, slice):
+        if type(index) is not int and isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         try:
             message = self._base[index]
@@ -67,7 +66,7 @@ class MessageView(Sequence[Message]):
             raise IndexError("message index out of range") from None
         if self._open is None:
             return message
-        return _as_streamed(self._open, index if index >= 0 else index + len(self._base), message)
+        return _as_streamed(self._open, index if index >= 0 else index + self._len, message)
 
     def __iter__(self) -> Iterator[Message]:
         if self._open is None:
@@ -90,17 +89,16 @@ def _as_streamed(stream: Stream, index: int, message: Message) -> Message:
     """``message`` at ``index`` with the text and arguments streamed into it so far."""
     for o in stream.open_texts:
         if o.index == index:
-            message = with_text(message, str(o.rope))
+            message = _WITH_CONTENT[type(message)](message, o.rope.text())
             break
     for c in stream.open_calls:
         if c.index == index and isinstance(message, AssistantMessage):
-            args = str(c.rope)
-            calls = tuple(
-                _with_function(t, _with_arguments(t.function, args))
-                if t.id == c.tool_call_id
-                else t
-                for t in message.tool_calls or ()
-            )
+            calls = message.tool_calls or ()
+            for n, t in enumerate(calls):
+                if t.id == c.tool_call_id:
+                    call = _with_function(t, _with_arguments(t.function, c.rope.text()))
+                    calls = (*calls[:n], call, *calls[n + 1 :])
+                    break
             message = _with_tool_calls(message, calls)
     return message
 
@@ -110,17 +108,32 @@ _with_function = replacer(ToolCall, "function")
 _with_arguments = replacer(FunctionCall, "arguments")
 
 
+def _streaming(stream: Stream | None) -> Stream | None:
+    """``stream`` if it has open messages or calls (whose text a read must join), else None."""
+    return stream if stream is not None and (stream.open_texts or stream.open_calls) else None
+
+
 def messages(s: State) -> MessageView:
     """The committed history, plus what the run in progress has streamed so far."""
-    stream = s.run.stream if s.run is not None else None
-    if stream is not None:
-        return MessageView(stream.messages, stream)
-    return MessageView(s.checkpoint.messages)
+    # Read after every event: the view is filled in directly, without a call to __init__.
+    stream = s.draft
+    base = s.checkpoint.messages if stream is None else stream.messages
+    view: MessageView = _new(MessageView)
+    _set_base(view, base)
+    _set_len(view, len(base))
+    _set_open(view, _streaming(stream))
+    return view
+
+
+_new = object.__new__
+_set_base = MessageView.__dict__["_base"].__set__
+_set_len = MessageView.__dict__["_len"].__set__
+_set_open = MessageView.__dict__["_open"].__set__
 
 
 def shared_state(s: State) -> JSON:
     """The shared state: as streamed by the run in progress, else as committed."""
-    stream = s.run.stream if s.run is not None else None
+    stream = s.draft
     return stream.state if stream is not None else s.checkpoint.state
 
 

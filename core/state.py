@@ -41,11 +41,10 @@ __all__ = [
     "ToolTask",
     "evolve",
     "replacer",
+    "with_draft",
     "with_open_calls",
     "with_open_texts",
-    "with_run",
     "with_state",
-    "with_stream",
 ]
 
 
@@ -145,8 +144,6 @@ class Run:
     attempts: int = 1
     """Attempts started so far; the retry budget counts these (R-F1)."""
     retry_timer: int | None = None
-    stream: Stream | None = None
-    """Set at the matching RUN_STARTED."""
 
 
 @attrs.frozen
@@ -187,6 +184,10 @@ class State:
     resuming: bool = False
     """A resumed interaction is under way: from the claim until it settles (R-C4)."""
     run: Run | None = None
+    draft: Stream | None = None
+    """What the current attempt streamed since its RUN_STARTED: set at the acknowledgement,
+    None whenever ``run`` is (kept beside ``run``, not in it, so that a content event copies
+    one record less)."""
     tools: ToolRound | None = None
     tool_rounds: int = 0
     """Follow-up runs made so far in the current interaction."""
@@ -298,8 +299,7 @@ _COPIERS: dict[type[Any], Callable[[Any, dict[str, Any]], Any]] = {
 }
 
 
-with_run: Callable[[State, Run | None], State] = replacer(State, "run")
-with_stream: Callable[[Run, Stream | None], Run] = replacer(Run, "stream")
+with_draft: Callable[[State, Stream], State] = replacer(State, "draft")
 with_open_texts: Callable[[Stream, tuple[OpenText, ...]], Stream] = replacer(Stream, "open_texts")
 with_open_calls: Callable[[Stream, tuple[OpenCall, ...]], Stream] = replacer(Stream, "open_calls")
 with_state: Callable[[Stream, JSON], Stream] = replacer(Stream, "state")

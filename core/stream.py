@@ -45,6 +45,7 @@ from .wire.messages import (
 __all__ = [
     "CONTENT_HANDLERS",
     "MAX_OPEN",
+    "WITH_CONTENT",
     "StreamViolation",
     "apply_content_event",
     "close_all",
@@ -103,10 +104,10 @@ _with_call_rope = replacer(OpenCall, "rope")
 
 def with_text(message: Message, text: str) -> Message:
     """``message`` with its text content set (text, reasoning and plain messages)."""
-    return _WITH_CONTENT[type(message)](message, text)  # type: ignore[no-any-return]
+    return WITH_CONTENT[type(message)](message, text)  # type: ignore[no-any-return]
 
 
-_WITH_CONTENT: dict[type[Any], Callable[[Any, str], Any]] = {
+WITH_CONTENT: dict[type[Any], Callable[[Any, str], Any]] = {
     cls: replacer(cls, "content")
     for cls in (AssistantMessage, UserMessage, SystemMessage, DeveloperMessage, ReasoningMessage)
 }

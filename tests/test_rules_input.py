@@ -779,7 +779,7 @@ def test_R_E5_new_input_supersedes_a_run_in_progress_at_once():
         assert driver.step()
     old = driver.requests[0]
     assert comp.output == f"done {old.run_id}"
-    assert comp.core_state.run is not None and comp.core_state.run.stream is not None
+    assert comp.core_state.run is not None and comp.core_state.draft is not None
 
     comp.set_input("input-B")
     assert AbortAttempt(old.attempt) in driver.commands

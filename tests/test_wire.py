@@ -629,6 +629,8 @@ _WIRE_VALUES = st.one_of(
     st.integers(),
     st.booleans(),
     st.lists(st.integers(), max_size=2),
+    st.lists(st.dictionaries(st.sampled_from(["op", "path", "id", "role"]), st.text(max_size=3))),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 
 
@@ -651,16 +653,22 @@ _WIRE_VALUES = st.one_of(
                 "name",
                 "timestamp",
                 "subagentRunId",
+                "snapshot",
+                "messages",
+                "content",
+                "activityType",
+                "patch",
+                "value",
             ]
         ),
         _WIRE_VALUES,
-        max_size=5,
+        max_size=6,
     ),
 )
 def test_the_shortcut_for_common_events_decodes_like_the_general_path(
     cls: Any, fields: dict[str, Any]
 ) -> None:
-    """Starts, deltas and ends with just their string fields skip the general decoder;
+    """Events of the common shape (required fields, optional strings) skip the general decoder;
     an extra unknown key (ignored by AG-UI) forces the general one: both must agree,
     on the event built and on the error raised."""
     obj = {"type": cls.TYPE, **fields}

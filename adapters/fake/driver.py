@@ -158,7 +158,7 @@ class FakeDriver(ResourceFactory[Resource]):
     # -- the Driver protocol -------------------------------------------------------------
 
     def now(self) -> float:
-        return self.clock.now()
+        return self.clock._now  # read on every event: one call, not two
 
     def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
         key = id(resource)

@@ -501,27 +501,32 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         converter.register_unstructure_hook(cls, unstructure)
         readers[cls] = _object_reader(_NAMES.get(cls, "a message"), structure)
         if cls in ev.EVENT_TYPES:
-            structure = _fast_path(cls, structure)
+            structure = _fast_path(cls, structure, {n: o.struct_hook for n, o in s_over.items()})
         _STRUCTURE[cls] = structure
         _UNSTRUCTURE[cls] = unstructure
     return readers
 
 
-def _fast_path(cls: type, general: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``general``, preceded by a shortcut for the common shape of a string-only event.
+_MISSING = object()
 
-    Deltas, starts and ends make up most of a stream, and they usually carry
-    only string fields. For that shape (no key but ``type``, the required
-    strings and optional strings) the event is built directly: the same object
-    cattrs would build, every other field at its default. Any other shape
-    takes the general path, which checks everything and explains what is wrong.
+
+def _fast_path(
+    cls: type, general: Callable[[Any], Any], hooks: dict[str, _Hook]
+) -> Callable[[Any], Any]:
+    """``general``, preceded by a shortcut for the common shape of an event.
+
+    Most events of a stream carry their required fields and, at most, optional
+    strings (a start with its role, a call with its parent). For that shape
+    the event is built directly: required strings are type-checked inline,
+    other required fields go through their own hooks, and every other field
+    takes its default, which is the object cattrs would build. Any other
+    shape takes the general path, which checks everything and explains what
+    is wrong.
     """
     fields = [a for a in attrs.fields(cls) if a.init]
     required = [a for a in fields if a.default is attrs.NOTHING]
     strings = [a for a in fields if a.default is None and a.type == str | None]
-    if not required or any(a.type is not str for a in required):
-        return general
-    if any(isinstance(a.default, attrs.Factory) for a in fields):  # type: ignore[arg-type]
+    if not required or any(isinstance(a.default, attrs.Factory) for a in fields):  # type: ignore[arg-type]
         return general
     given = {a.name: f"v{n}" for n, a in enumerate([*required, *strings])}
     env: dict[str, Any] = {
@@ -529,14 +534,30 @@ def _fast_path(cls: type, general: Callable[[Any], Any]) -> Callable[[Any], Any]
         "_cls": cls,
         "_general": general,
         "_keys": frozenset(["type", *(_camel(a.name) for a in [*required, *strings])]),
+        "_missing": _MISSING,
+        "_Bad": _Bad,
     }
     lines = ["def structure(obj):", "    if obj.keys() <= _keys:"]
-    lines += [
-        f"        {given[a.name]} = obj.get({_camel(a.name)!r})" for a in [*required, *strings]
-    ]
-    tests = [f"type({given[a.name]}) is str" for a in required]
-    tests += [f"({given[a.name]} is None or type({given[a.name]}) is str)" for a in strings]
+    tests, converted = [], []
+    for a in [*required, *strings]:
+        v, key = given[a.name], _camel(a.name)
+        lines.append(f"        {v} = obj.get({key!r}, _missing)")
+        if a.type is str:
+            tests.append(f"type({v}) is str")
+        elif a in required:
+            env[f"_hook_{a.name}"] = hooks[a.name]
+            tests.append(f"{v} is not _missing")
+            converted.append(f"            {v} = _hook_{a.name}({v}, None)")
+        else:
+            tests.append(f"({v} is _missing or {v} is None or type({v}) is str)")
+            converted.append(f"            {v} = None if {v} is _missing else {v}")
     lines.append(f"        if {' and '.join(tests)}:")
+    if any(a in required and a.type is not str for a in fields):
+        # A hook's complaint is left to the general path, so that errors come in its order.
+        lines += ["            try:", *(" " * 4 + c for c in converted if "_hook_" in c)]
+        lines += ["            except _Bad:", "                return _general(obj)"]
+        converted = [c for c in converted if "_hook_" not in c]
+    lines += converted
     lines.append("            new = _new(_cls)")
     for a in fields:
         env[f"_set_{a.name}"] = getattr(cls, a.name).__set__
