@@ -23,6 +23,7 @@ the same N + 1 lines, timed in the same run.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -177,25 +178,85 @@ def check_run(s: _Setup, events: int) -> None:
         raise AssertionError(f"the observer ran {s.observer.calls} times for {events} events")
 
 
+CHUNK = 500
+"""Events per timed chunk: the best of the repetitions is taken chunk by chunk."""
+
+
+def _chunked_driver(s: _Setup, events: int) -> list[float]:
+    """Seconds per chunk of ``FakeDriver.step()`` calls (one frame each); the last chunk
+    also runs the driver until idle (the end of the stream)."""
+    step, clock = s.driver.step, time.perf_counter
+    out = []
+    for k in range(0, events, CHUNK):
+        n = min(CHUNK, events - k)
+        start = clock()
+        for _ in range(n):
+            step()
+        if k + n >= events:
+            s.driver.run_until_idle(max_steps=10**8)
+        out.append(clock() - start)
+    return out
+
+
+def _chunked_direct(s: _Setup) -> list[float]:
+    """Seconds per chunk of ``resource.apply(FrameReceived(...))`` calls."""
+    run = s.chat.core_state.run
+    assert run is not None and run.attempt is not None
+    attempt, apply, frame, clock = run.attempt.id, s.chat.apply, FrameReceived, time.perf_counter
+    out = []
+    for k in range(0, len(s.frames), CHUNK):
+        part = s.frames[k : k + CHUNK]
+        start = clock()
+        for line in part:
+            apply(frame(attempt, line))
+        out.append(clock() - start)
+    return out
+
+
+def _chunked_floor(lines: Sequence[str], tries: int) -> list[float]:
+    """Seconds per chunk of ``json.loads`` over the same lines, best of ``tries`` each."""
+    loads, clock = json.loads, time.perf_counter
+    out = []
+    for k in range(0, len(lines), CHUNK):
+        part, best = lines[k : k + CHUNK], float("inf")
+        for _ in range(tries):
+            start = clock()
+            for line in part:
+                loads(line)
+            best = min(best, clock() - start)
+        out.append(best)
+    return out
+
+
 def measure(snapshot: str, lines: Sequence[str], reps: int) -> list[StreamRun]:
     """Best of ``reps`` in each mode, and the ``json.loads`` floor of the same lines.
 
-    The repetitions are interleaved (floor, fake driver, direct apply; again...)
-    so that a noisy spell on a shared machine hits all three alike.
+    Every repetition replays the same stream from the same state, timed in
+    chunks of ``CHUNK`` events; the best of the repetitions is taken chunk by
+    chunk, so that a noisy spell on a shared machine spoils one chunk of one
+    repetition rather than a whole run. The floor is timed the same way, and
+    the repetitions are interleaved (floor, fake driver, direct apply; again...)
+    so that drifts in the machine's speed hit all three alike.
     """
     floor_lines = [*lines, workload.finished_line("t", "r")]
-    best = {name: float("inf") for name in ("floor", *MODES)}
+    best: dict[str, list[float]] = {}
+
+    def keep(name: str, chunks: list[float]) -> None:
+        old = best.get(name, [float("inf")] * len(chunks))
+        best[name] = [min(a, b) for a, b in zip(old, chunks, strict=True)]
+
     for _ in range(reps):
-        # The floor is short, so a busy spell spoils it easily: take the best of 3 each round.
-        best["floor"] = min(best["floor"], loads_floor(floor_lines, 3))
+        gc.collect()
+        keep("floor", _chunked_floor(floor_lines, 3))
         for mode in MODES:
             hold = mode == "direct apply"
             s = _prepared(snapshot, lines, hold=hold)
-            seconds = timed(lambda s=s: s, _direct if hold else _through_driver)
+            gc.collect()
+            keep(mode, _chunked_direct(s) if hold else _chunked_driver(s, len(floor_lines)))
             check_run(s, len(lines))
-            best[mode] = min(best[mode], seconds)
             del s
-    return [StreamRun(mode, len(lines), best[mode], best["floor"]) for mode in MODES]
+    floor = sum(best["floor"])
+    return [StreamRun(mode, len(lines), sum(best[mode]), floor) for mode in MODES]
 
 
 LAYERS = (
@@ -226,11 +287,17 @@ def layers(snapshot: str, lines: Sequence[str], reps: int) -> dict[str, float]:
 
     for _ in range(reps):
         for name, fn in (("json.loads", loads), ("decode_frame", decode_frame)):
-            best[name] = min(best[name], timed(lambda: None, lambda _, fn=fn: [*map(fn, lines)]))
+            best[name] = min(best[name], timed(lambda: None, lambda _, fn=fn: _each(fn, lines)))
         best["reducer step()"] = min(best["reducer step()"], timed(lambda: bare(False), chained))
         for name, observed in (("resource.apply()", False), ("apply() + selectors", True)):
             best[name] = min(best[name], timed(lambda o=observed: bare(o), _direct))
     return best
+
+
+def _each(fn: Callable[[str], object], lines: Sequence[str]) -> None:
+    """``fn`` on every line, the results dropped (as the pipeline drops them)."""
+    for line in lines:
+        fn(line)
 
 
 def snapshot_cost(snapshot: str, reps: int) -> tuple[float, float]:
@@ -370,7 +437,8 @@ def section(
         "fake driver: FakeDriver.run_until_idle() delivers each raw line; direct apply: "
         "resource.apply(FrameReceived(attempt, line)) in a loop after the fake driver "
         "started and acknowledged the run",
-        f"best of {reps}, time.perf_counter, gc enabled; floor and both modes interleaved",
+        f"best of {reps} per {CHUNK}-event chunk (summed), time.perf_counter, gc enabled; "
+        "floor and both modes interleaved",
         "RUN_STARTED and the STATE_SNAPSHOT are applied before the clock starts; the timed "
         "span is the N content events and RUN_FINISHED (the floor loads the same N+1 lines)",
         "where the time goes: the same lines through json.loads; decode_frame; the reducer "

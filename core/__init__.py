@@ -62,8 +62,9 @@ from .inputs import (
     ToolFinished,
     WorldEvent,
 )
-from .json import JSON, FrozenDict, NotJSONError, freeze, thaw
+from .json import JSON, FrozenDict, NotJSONError, freeze, json_default, thaw
 from .options import ExpiryPolicy, Options, ResourceKind, RetryPolicy
+from .pvec import PVec
 from .reducer import Transition, initial_state, step
 from .state import Batch, State
 from .wire.messages import (
@@ -103,6 +104,7 @@ __all__ = [
     "ObserverError",
     "ObserverFailed",
     "Options",
+    "PVec",
     "ProtocolError",
     "RecoveryRequiredError",
     "Reload",
@@ -138,6 +140,7 @@ __all__ = [
     "WorldEvent",
     "freeze",
     "initial_state",
+    "json_default",
     "step",
     "thaw",
 ]

@@ -12,7 +12,8 @@ events), answers (valid and invalid), stops, thread changes, clock moves and
 - never a batch id on the wire;
 - never a send while a batch is pending, except the resume itself;
 - no committed message or state is lost (a failure, stop or thread change
-  never shortens the committed history or changes the committed state).
+  never shortens the committed history or changes the committed state), and
+  a run's uncommitted draft exists only while its attempt is acknowledged.
 
 Rules named: R-A2, R-B2, R-B5, R-C2, R-F3, R-F6, R-H1 (see each check).
 """
@@ -216,6 +217,11 @@ class SafetyMachine(RuleBasedStateMachine):
         assert not expired, "R-F3: a resume went out with an expired interrupt"
 
     def check_transition(self, before: Any, after: Any, input: i.Input) -> None:
+        # A draft exists only for the acknowledged attempt of the run in progress: a
+        # failure, stop or finish that ends the run drops it (R-F6).
+        if after.draft is not None:
+            run = after.run
+            assert run is not None and run.attempt is not None and run.attempt.acked
         # Never two claims, and a claim belongs to the visible batch (R-C2).
         if after.claim is not None:
             assert after.batch is not None and after.batch.id == after.claim.batch_id

@@ -284,22 +284,21 @@ class FakeDriver(ResourceFactory[Resource]):
                 return False  # parked until release()
             stream.released -= 1
         r = stream.reply
-        key = (id(stream.resource), stream.attempt)
-        if r.fail_after is not None and stream.position >= r.fail_after:
+        position = stream.position
+        if (r.fail_after is not None and position >= r.fail_after) or position >= len(r.events):
             stream.closed = True
-            self._streams.pop(key, None)
-            stream.resource.apply(i.AttemptFailed(stream.attempt, r.failure))
+            self._streams.pop((id(stream.resource), stream.attempt), None)
+            if r.fail_after is not None and position >= r.fail_after:
+                stream.resource.apply(i.AttemptFailed(stream.attempt, r.failure))
+            else:
+                stream.resource.apply(i.StreamEnded(stream.attempt))
             return True
-        if stream.position >= len(r.events):
-            stream.closed = True
-            self._streams.pop(key, None)
-            stream.resource.apply(i.StreamEnded(stream.attempt))
-            return True
-        item = r.events[stream.position]
-        stream.position += 1
-        if not stream.reply.hold or stream.released > 0:
+        item = r.events[position]
+        stream.position = position + 1
+        if not r.hold or stream.released > 0:
             self._actions.append(("deliver", stream))
-        stream.resource.apply(i.FrameReceived(stream.attempt, _frame_data(item)))
+        data = item if type(item) is str else _frame_data(item)  # raw lines: the common case
+        stream.resource.apply(i.FrameReceived(stream.attempt, data))
         return True
 
     def _run_tool(self, resource: Resource, c: RunTool) -> bool:

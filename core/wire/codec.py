@@ -749,7 +749,10 @@ def _too_deep(value: Any) -> bool:
 
 def decode_frame(data: str) -> ev.Event:
     """The event in one SSE frame's data: JSON text, strictly read (see :func:`decode_event`)."""
-    if type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
+    # Nesting deeper than MAX_DEPTH needs more brackets than that: short frames skip the count.
+    if type(data) is str and (
+        len(data) <= MAX_DEPTH or data.count("{") + data.count("[") <= MAX_DEPTH
+    ):
         # The common case in one pass: a whole, shallow JSON object of a known type.
         # Anything else, or any failure, is read again by the general path below,
         # which finds the same result or explains the problem.
