@@ -74,15 +74,13 @@ class FrozenDict(dict[str, "JSON"]):
 
     def set(self, key: str, value: JSON) -> FrozenDict:
         """A new object with ``key`` set; this one is unchanged (one O(width) copy)."""
-        fd = FrozenDict.__new__(FrozenDict)
-        _dict_init(fd, self)
+        fd = FrozenDict(self)  # a C-level copy: dict's merge, not the blocked __setitem__
         _dict_set(fd, key, value)
         return fd
 
     def without(self, key: str) -> FrozenDict:
         """A new object without ``key``; this one is unchanged (one O(width) copy)."""
-        fd = FrozenDict.__new__(FrozenDict)
-        _dict_init(fd, self)
+        fd = FrozenDict(self)
         _dict_del(fd, key)
         return fd
 

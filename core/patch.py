@@ -26,7 +26,6 @@ __all__ = ["MAX_DEPTH", "SHARE_FROM", "PatchError", "apply_patch", "json_equal",
 MAX_DEPTH = 512
 """The most reference tokens a pointer may have (deeper state is not JSON we keep)."""
 
-_INDEX = re.compile(r"0|[1-9][0-9]*")  # ASCII digits only, no leading zeros
 _BAD_TILDE = re.compile(r"~(?![01])")
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 _ABSENT = object()
@@ -95,7 +94,8 @@ def _index(token: str, length: int, *, end_ok: bool) -> int:
         if end_ok:
             return length
         raise _Fail("'-' names no existing element (only 'add' may use it)")
-    if not _INDEX.fullmatch(token):
+    # ASCII digits without a leading zero (str.isdigit alone admits other scripts' digits).
+    if not (token.isascii() and token.isdigit() and (token[0] != "0" or token == "0")):
         raise _Fail(f"{_short(token)} is not an array index")
     # Past 18 digits no array is that long; don't int() it (Python caps int() at 4300 digits).
     i = int(token) if len(token) <= 18 else length + 1

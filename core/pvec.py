@@ -140,7 +140,7 @@ class PVec(Sequence[T]):
 
     def set(self, index: int, item: T) -> PVec[T]:
         """A new vector with ``item`` at ``index``: copies log32(n) nodes of <= 32 slots."""
-        i = self._norm(index)
+        i = index if type(index) is int and 0 <= index < self._count else self._norm(index)
         if i >= self._count - len(self._tail):
             tail = self._tail
             j = i & _MASK
