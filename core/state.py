@@ -223,48 +223,54 @@ def replacer(cls: type[_T], field: str) -> Callable[[_T, Any], _T]:
     names = [a.name for a in attrs.fields(cls)]  # type: ignore[arg-type]
     if field not in names:
         raise AttributeError(f"{cls.__name__} has no field {field!r}")
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set_dict": _set_dict}
-    if "__slots__" in cls.__dict__:
-        stores = []
-        for n in names:
-            env[f"_set_{n}"] = getattr(cls, n).__set__
-            stores.append(f"    _set_{n}(new, {'value' if n == field else 'old.' + n})")
-        body = "\n".join(stores)
-    else:
-        body = f"    d = old.__dict__.copy()\n    d[{field!r}] = value\n"
-        body += "    _set_dict(new, '__dict__', d)"
-    source = f"def replace(old, value):\n    new = _new(_cls)\n{body}\n    return new\n"
-    exec(source, env)  # generated from field names only
-    fn: Callable[[_T, Any], _T] = env["replace"]
+    fn: Callable[[_T, Any], _T] = _generate(
+        cls,
+        "old, value",
+        lambda n: "value" if n == field else f"old.{n}",
+        f"d[{field!r}] = value",
+    )
     fn.__doc__ = f"A copy of a {cls.__name__} with {field} replaced (a fast attrs.evolve)."
     return fn
 
 
 def _copier(cls: type[_T]) -> Callable[[_T, dict[str, Any]], _T]:
     """A generated ``attrs.evolve`` for one class: checks names, then copies once."""
-    names = [a.name for a in attrs.fields(cls)]  # type: ignore[arg-type]
-    env: dict[str, Any] = {
-        "_new": object.__new__,
-        "_cls": cls,
-        "_set_dict": _set_dict,
-        "_fields": frozenset(names),
-        "_unknown": _unknown_fields,
-    }
-    head = "def evolve(old, changes):\n    if not changes.keys() <= _fields:\n"
-    head += "        _unknown(_cls, changes)\n    new = _new(_cls)\n"
+    names = frozenset(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
+    check = "    if not changes.keys() <= _fields:\n        _unknown(_cls, changes)\n"
+    fn: Callable[[_T, dict[str, Any]], _T] = _generate(
+        cls,
+        "old, changes",
+        lambda n: f"changes[{n!r}] if {n!r} in changes else old.{n}",
+        "d.update(changes)",
+        check,
+        {"_fields": names, "_unknown": _unknown_fields},
+    )
+    return fn
+
+
+def _generate(
+    cls: type[_T],
+    params: str,
+    value_of: Callable[[str], str],
+    update: str,
+    prelude: str = "",
+    names: dict[str, Any] | None = None,
+) -> Any:
+    """A function ``copy(params)`` returning a new ``cls``: a slotted class gets each field
+    stored from ``value_of(field)``; a dict-backed one a copy of ``old.__dict__`` changed
+    by the statement ``update`` (on ``d``). Generated from field names only."""
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set_dict": _set_dict}
+    env.update(names or {})
     if "__slots__" in cls.__dict__:
         stores = []
-        for n in names:
-            env[f"_set_{n}"] = getattr(cls, n).__set__
-            stores.append(f"    _set_{n}(new, changes[{n!r}] if {n!r} in changes else old.{n})")
+        for a in attrs.fields(cls):  # type: ignore[arg-type]
+            env[f"_set_{a.name}"] = getattr(cls, a.name).__set__
+            stores.append(f"    _set_{a.name}(new, {value_of(a.name)})")
         body = "\n".join(stores)
     else:
-        body = (
-            "    d = old.__dict__.copy()\n    d.update(changes)\n    _set_dict(new, '__dict__', d)"
-        )
-    exec(f"{head}{body}\n    return new\n", env)  # generated from field names only
-    fn: Callable[[_T, dict[str, Any]], _T] = env["evolve"]
-    return fn
+        body = f"    d = old.__dict__.copy()\n    {update}\n    _set_dict(new, '__dict__', d)"
+    exec(f"def copy({params}):\n{prelude}    new = _new(_cls)\n{body}\n    return new\n", env)
+    return env["copy"]
 
 
 def _unknown_fields(cls: type, changes: dict[str, Any]) -> None:
