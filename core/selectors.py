@@ -88,11 +88,11 @@ class MessageView(Sequence[Message]):
 def _as_streamed(stream: Stream, index: int, message: Message) -> Message:
     """``message`` at ``index`` with the text and arguments streamed into it so far."""
     for o in stream.open_texts:
-        if o.index == index:
+        if o.position == index:
             message = _WITH_CONTENT[type(message)](message, o.rope.text())
             break
     for c in stream.open_calls:
-        if c.index == index and isinstance(message, AssistantMessage):
+        if c.position == index and isinstance(message, AssistantMessage):
             calls = message.tool_calls or ()
             for n, t in enumerate(calls):
                 if t.id == c.tool_call_id:

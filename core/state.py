@@ -7,7 +7,7 @@ Only facts are stored. Everything the application reads (``is_loading``,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import attrs
 
@@ -44,6 +44,7 @@ __all__ = [
     "with_draft",
     "with_open_calls",
     "with_open_texts",
+    "with_rope",
     "with_state",
 ]
 
@@ -85,23 +86,37 @@ class Checkpoint:
     state: JSON
 
 
-@attrs.frozen
-class OpenText:
+# The two records below are rebuilt on every delta: named tuples are the cheapest
+# immutable records to build (``with_rope``).
+
+
+class OpenText(NamedTuple):
     """A text or reasoning message still streaming; its text is a rope, joined once."""
 
     message_id: str
-    index: int
+    position: int
+    """Where the message stands in the draft's messages."""
     rope: Rope
 
 
-@attrs.frozen
-class OpenCall:
+class OpenCall(NamedTuple):
     """A tool call whose arguments are still streaming."""
 
     tool_call_id: str
-    index: int
-    """Position of the assistant message that holds the call."""
+    position: int
+    """Where the assistant message that holds the call stands in the draft's messages."""
     rope: Rope
+
+
+_OpenT = TypeVar("_OpenT", OpenText, OpenCall)
+
+
+def with_rope(o: _OpenT, rope: Rope) -> _OpenT:
+    """``o`` with its rope replaced."""
+    return _tuple_new(type(o), (o[0], o[1], rope))
+
+
+_tuple_new = tuple.__new__
 
 
 @attrs.frozen(slots=False)
@@ -294,8 +309,6 @@ _COPIERS: dict[type[Any], Callable[[Any, dict[str, Any]], Any]] = {
         Stream,
         Attempt,
         Checkpoint,
-        OpenText,
-        OpenCall,
         ToolTask,
         AssistantMessage,
         ToolCall,

@@ -26,6 +26,7 @@ from .state import (
     replacer,
     with_open_calls,
     with_open_texts,
+    with_rope,
     with_state,
 )
 from .wire import events as ev
@@ -75,7 +76,7 @@ def _start_text(s: Stream, message: Message) -> Stream:
         raise StreamViolation(f"message {message.id!r} was started twice")
     if len(s.open_texts) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
-    opened = OpenText(message_id=message.id, index=len(s.messages), rope=Rope())
+    opened = OpenText(message_id=message.id, position=len(s.messages), rope=Rope())
     return evolve(s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened))
 
 
@@ -85,7 +86,7 @@ def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
     for i in range(len(texts) - 1, -1, -1):
         o = texts[i]
         if o.message_id == message_id:
-            grown = _with_text_rope(o, o.rope.append(delta))
+            grown = with_rope(o, o.rope.append(delta))
             return with_open_texts(s, (*texts[:i], grown, *texts[i + 1 :]))
     raise StreamViolation(f"content for message {message_id!r}, which is not open")
 
@@ -94,12 +95,8 @@ def _text_content(s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageConte
     texts = s.open_texts
     if len(texts) == 1 and texts[0].message_id == e.message_id:  # the common case, inlined
         o = texts[0]
-        return with_open_texts(s, (_with_text_rope(o, o.rope.append(e.delta)),))
+        return with_open_texts(s, (with_rope(o, o.rope.append(e.delta)),))
     return _append_text(s, e.message_id, e.delta)
-
-
-_with_text_rope = replacer(OpenText, "rope")
-_with_call_rope = replacer(OpenCall, "rope")
 
 
 def with_text(message: Message, text: str) -> Message:
@@ -117,10 +114,10 @@ def _end_text(s: Stream, message_id: str) -> Stream:
     o = _find_open_text(s, message_id)
     if o is None:
         raise StreamViolation(f"end of message {message_id!r}, which is not open")
-    closed = with_text(s.messages[o.index], str(o.rope))
+    closed = with_text(s.messages[o.position], str(o.rope))
     return evolve(
         s,
-        messages=s.messages.set(o.index, closed),
+        messages=s.messages.set(o.position, closed),
         open_texts=tuple(t for t in s.open_texts if t is not o),
     )
 
@@ -196,7 +193,7 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
     if parent is not None:
         # Only a message of this run can take the call: committed ones never change.
         o = _find_open_text(s, parent)
-        index = o.index if o is not None else _index_of(s, parent, s.base)
+        index = o.position if o is not None else _index_of(s, parent, s.base)
     if index is None or not isinstance(messages[index], AssistantMessage):
         # As AG-UI clients do: the call gets its own assistant message.
         holder = AssistantMessage(id=parent or tool_call_id, tool_calls=(call,))
@@ -209,7 +206,7 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
             index,
             evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
         )
-    opened = OpenCall(tool_call_id=tool_call_id, index=index, rope=Rope())
+    opened = OpenCall(tool_call_id=tool_call_id, position=index, rope=Rope())
     return evolve(
         s,
         messages=messages,
@@ -223,7 +220,7 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
     for i in range(len(calls) - 1, -1, -1):
         o = calls[i]
         if o.tool_call_id == tool_call_id:
-            grown = _with_call_rope(o, o.rope.append(delta))
+            grown = with_rope(o, o.rope.append(delta))
             return with_open_calls(s, (*calls[:i], grown, *calls[i + 1 :]))
     raise StreamViolation(f"arguments for tool call {tool_call_id!r}, which is not open")
 
@@ -232,7 +229,7 @@ def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
     calls = s.open_calls
     if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id:  # the common case, inlined
         o = calls[0]
-        return with_open_calls(s, (_with_call_rope(o, o.rope.append(e.delta)),))
+        return with_open_calls(s, (with_rope(o, o.rope.append(e.delta)),))
     return _tool_call_args(s, e.tool_call_id, e.delta)
 
 
@@ -240,7 +237,7 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
     o = _find_open_call(s, tool_call_id)
     if o is None:
         raise StreamViolation(f"end of tool call {tool_call_id!r}, which is not open")
-    holder = s.messages[o.index]
+    holder = s.messages[o.position]
     assert isinstance(holder, AssistantMessage)
     args = str(o.rope)
     calls = tuple(
@@ -249,7 +246,7 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
     )
     return evolve(
         s,
-        messages=s.messages.set(o.index, evolve(holder, tool_calls=calls)),
+        messages=s.messages.set(o.position, evolve(holder, tool_calls=calls)),
         open_calls=tuple(c for c in s.open_calls if c is not o),
     )
 
