@@ -185,9 +185,13 @@ class Resource:
 
     # -- the loop ----------------------------------------------------------------------
 
-    def apply(self, input: i.Input) -> Transition:
-        """Step the reducer with ``input`` now; raises if it is a rejected intent."""
-        t = step(self._state, input, self._driver.now())
+    def apply(self, input: i.Input, *, now: float | None = None) -> Transition:
+        """Step the reducer with ``input``; raises if it is a rejected intent.
+
+        ``now`` is the driver's clock unless given: a driver passes the time a
+        batch of frames arrived once, rather than reading its clock per frame.
+        """
+        t = step(self._state, input, self._driver.now() if now is None else now)
         changed = t.state is not self._state
         self._state = t.state
         if t.commands:

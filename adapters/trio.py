@@ -337,12 +337,13 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                     break
                 if scope.cancel_called:
                     return  # aborted: a frame that arrives now is never delivered
+                now = self.now()  # the frames of one read arrived together
                 for data in batch:
                     # AbortAttempt takes the attempt out of ``live`` at once (a cheaper
                     # test than the scope's, which reads the clock for its deadline).
                     if live.get(attempt) is not scope:
                         return
-                    resource.apply(i.FrameReceived(attempt, data))
+                    resource.apply(i.FrameReceived(attempt, data), now=now)
         finally:
             await _aclose(frames)
         if not scope.cancel_called:
@@ -431,10 +432,11 @@ class AsyncResource(Resource):
         self._changed: anyio.Event | None = None
         self.subscribe(self._count_change)
 
-    def apply(self, input: i.Input) -> Transition:
+    def apply(self, input: i.Input, *, now: float | None = None) -> Transition:
         """Step the reducer; refused (state unchanged) once the driver has stopped."""
-        self._async_driver._require_running()
-        return super().apply(input)
+        if self._async_driver._tg is None:
+            self._async_driver._require_running()  # raises, saying what to do
+        return super().apply(input, now=now)
 
     async def wait_idle(self, timeout: float = 30) -> None:
         """Wait until no run or local tool is in progress (``is_loading`` is False)."""

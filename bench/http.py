@@ -138,6 +138,7 @@ def _time_fake(count: int) -> tuple[float, Resource]:
 
     driver = FakeDriver(ScriptedAgent(answer))
     chat = driver.chat()
+    chat.subscribe(_Finish(time.perf_counter))  # the observer the HTTP run needs, here too
     chat.send(f"long {count}")
     assert driver.step()  # the request goes out; the reply is built (untimed)
     assert driver.step()  # RUN_STARTED
@@ -158,31 +159,38 @@ def _check(chat: Resource, count: int) -> None:
         raise AssertionError("the streamed text did not arrive whole")
 
 
+class _Finish:
+    """The observer the HTTP run is timed with: it marks the first two changes (send()
+    and RUN_STARTED) and sets ``done`` when the run is over. The fake-driver run gets
+    the same observer, so that both spans do the same work per event."""
+
+    def __init__(self, clock: Callable[[], float], done: trio.Event | None = None) -> None:
+        self.clock, self.done, self.marks = clock, done, list[float]()
+
+    def __call__(self, r: Resource) -> None:
+        if len(self.marks) < 2:
+            self.marks.append(self.clock())
+        elif not r.is_loading and self.done is not None:
+            self.done.set()
+
+
 async def _time_http(url: str, count: int) -> tuple[float, float]:
     """(RUN_STARTED → idle, send → idle) seconds for one ``long count`` run over HTTP."""
     clock = time.perf_counter
-    marks: list[float] = []
-    done = trio.Event()
-
-    def observer(r: Resource) -> None:
-        # The 1st change is send() itself, the 2nd is RUN_STARTED.
-        if len(marks) < 2:
-            marks.append(clock())
-        elif not r.is_loading:
-            done.set()
-
+    finish = _Finish(clock, trio.Event())
+    assert finish.done is not None
     async with HttpxTransport(url) as transport, TrioDriver(transport) as driver:
         chat = driver.chat()
-        chat.subscribe(observer)
+        chat.subscribe(finish)
         with trio.fail_after(600):
             start = clock()
             chat.send(f"long {count}")
             # Waiting on our own event, not wait_idle(): wait_idle wakes its task on
             # every change, which would add a task switch per event to the span.
-            await done.wait()
+            await finish.done.wait()
             end = clock()
         _check(chat, count)
-    return end - marks[1], end - start
+    return end - finish.marks[1], end - start
 
 
 @contextlib.contextmanager
