@@ -278,11 +278,15 @@ class Rope:
         prev, chunk = self._link
         if prev is None:
             return chunk
-        chunks = [chunk]
-        while prev is not None:
-            prev, chunk = prev._link
-            chunks.append(chunk)
-        text = "".join(reversed(chunks))
+        before, first = prev._link
+        if before is None:
+            text = first + chunk  # the common case: the text so far was read already
+        else:
+            chunks = [chunk, first]
+            while before is not None:
+                before, first = before._link
+                chunks.append(first)
+            text = "".join(reversed(chunks))
         _set_link(self, (None, text))
         return text
 

@@ -120,7 +120,7 @@ def messages(s: State) -> MessageView:
     base = s.checkpoint.messages if stream is None else stream.messages
     view: MessageView = _new(MessageView)
     _set_base(view, base)
-    _set_len(view, len(base))
+    _set_len(view, base._count)  # len(base), without the dunder dispatch
     _set_open(view, _streaming(stream))
     return view
 
