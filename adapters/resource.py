@@ -61,7 +61,9 @@ class Resource:
     ) -> None:
         self._driver = driver
         self._state = initial_state(options, thread_id=thread_id, messages=messages, state=state)
-        self._observers: list[Observer] = []
+        # A tuple, replaced on (un)subscribe: a delivery round iterates a fixed set,
+        # without copying it for every change.
+        self._observers: tuple[Observer, ...] = ()
         self._pending_notifications = 0
         self._notifying = False
 
@@ -175,11 +177,13 @@ class Resource:
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(resource)`` after every committed change; returns unsubscribe."""
-        self._observers.append(observer)
+        self._observers = (*self._observers, observer)
 
         def unsubscribe() -> None:
             if observer in self._observers:
-                self._observers.remove(observer)
+                remaining = list(self._observers)
+                remaining.remove(observer)
+                self._observers = tuple(remaining)
 
         return unsubscribe
 
@@ -209,7 +213,7 @@ class Resource:
         try:
             while self._pending_notifications:
                 self._pending_notifications -= 1
-                for observer in tuple(self._observers):
+                for observer in self._observers:
                     try:
                         observer(self)
                     except Exception as exc:  # an application bug: report, don't crash

@@ -187,9 +187,10 @@ class FakeDriver(ResourceFactory[Resource]):
         """Carry out one queued action; False when there is nothing ready."""
         while self._actions:
             kind, payload = self._actions.popleft()
-            if kind == "start" and self._start(*payload):
-                return True
-            if kind == "deliver" and self._deliver(payload):
+            if kind == "deliver":  # the common action: one frame
+                if self._deliver(payload):
+                    return True
+            elif kind == "start" and self._start(*payload):
                 return True
             if kind == "tool" and self._run_tool(*payload):
                 return True
