@@ -48,7 +48,6 @@ __all__ = [
     "MAX_OPEN",
     "WITH_CONTENT",
     "StreamViolation",
-    "apply_content_event",
     "close_all",
     "with_text",
 ]
@@ -316,6 +315,8 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
 
 
 CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
+    # Events not listed carry no content and leave the draft as it is: steps, raw,
+    # custom, subagent lifecycle, reasoning phases, unknown types.
     ev.TextMessageStart: _text_start,
     ev.TextMessageContent: _text_content,
     ev.TextMessageEnd: lambda s, e: _end_text(s, e.message_id),
@@ -337,13 +338,6 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.ActivitySnapshot: _activity_snapshot,
     ev.ActivityDelta: _activity_delta,
 }
-
-
-def apply_content_event(s: Stream, event: object) -> Stream:
-    """The stream after ``event``. Events that carry no content leave it as it is
-    (steps, raw, custom, subagent lifecycle, reasoning phases, unknown types)."""
-    handler = CONTENT_HANDLERS.get(type(event))
-    return s if handler is None else handler(s, event)
 
 
 def close_all(s: Stream) -> Stream:
