@@ -66,7 +66,7 @@ from .state import (
     evolve,
     with_draft,
 )
-from .stream import CONTENT_HANDLERS, StreamViolation, close_all
+from .stream import CONTENT_HANDLERS, StreamViolation, StreamWarning, close_all
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps
 from .wire.messages import MESSAGE_TYPES, AssistantMessage, Message, ToolMessage, UserMessage
@@ -593,6 +593,8 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
         tx = _Tx(s)
         _interrupt(tx, err.ProtocolError(str(exc)))
         return tx.done()
+    except StreamWarning as exc:
+        return Transition(evolve(s, warnings=(*s.warnings, str(exc))[-MAX_WARNINGS:]))
     return _no_commands((with_draft(s, new_stream), ()))
 
 

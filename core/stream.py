@@ -48,6 +48,7 @@ __all__ = [
     "MAX_OPEN",
     "WITH_CONTENT",
     "StreamViolation",
+    "StreamWarning",
     "close_all",
     "with_text",
 ]
@@ -58,6 +59,10 @@ MAX_OPEN = 256
 
 class StreamViolation(Exception):
     """An event that breaks AG-UI in the context of the run's stream."""
+
+
+class StreamWarning(Exception):
+    """An event the draft cannot take and AG-UI says to drop with a warning, not fail on."""
 
 
 # -- text and reasoning messages -------------------------------------------------
@@ -269,6 +274,40 @@ def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     return evolve(s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id})
 
 
+def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
+    """Store an opaque reasoning artefact with the message or tool call it names, to go
+    back unmodified in later requests. Only this run's messages and calls take one:
+    committed history never changes. Anything else is dropped with a warning."""
+    if e.subtype == "message":
+        i = _index_of(s, e.entity_id, s.base)
+        message = None if i is None else s.messages[i]
+        if message is None or not hasattr(message, "encrypted_value"):  # activity, unknown
+            raise StreamWarning(
+                f"REASONING_ENCRYPTED_VALUE for message {e.entity_id!r}, which this run "
+                "did not stream (or cannot hold one); the value was dropped"
+            )
+        assert i is not None
+        changed = evolve(message, encrypted_value=e.encrypted_value)
+        return evolve(s, messages=s.messages.set(i, changed))
+    if e.subtype == "tool-call":
+        for i in range(len(s.messages) - 1, s.base - 1, -1):
+            holder = s.messages[i]
+            if isinstance(holder, AssistantMessage) and holder.tool_calls:
+                calls = holder.tool_calls
+                for n, call in enumerate(calls):
+                    if call.id == e.entity_id:
+                        stored = evolve(call, encrypted_value=e.encrypted_value)
+                        holder = evolve(holder, tool_calls=(*calls[:n], stored, *calls[n + 1 :]))
+                        return evolve(s, messages=s.messages.set(i, holder))
+        raise StreamWarning(
+            f"REASONING_ENCRYPTED_VALUE for tool call {e.entity_id!r}, which this run "
+            "did not stream; the value was dropped"
+        )
+    raise StreamWarning(
+        f"REASONING_ENCRYPTED_VALUE with unknown subtype {e.subtype!r}; the value was dropped"
+    )
+
+
 # -- snapshots, deltas, activities ---------------------------------------------------
 
 
@@ -337,6 +376,7 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.MessagesSnapshot: _messages_snapshot,
     ev.ActivitySnapshot: _activity_snapshot,
     ev.ActivityDelta: _activity_delta,
+    ev.ReasoningEncryptedValue: _encrypted_value,
 }
 
 

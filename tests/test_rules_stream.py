@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import pytest
 
 from interlude.adapters.fake import (
@@ -921,6 +922,85 @@ def test_R_J1_pass_through_events_do_not_disturb_messages_or_state() -> None:
     ]
     assert thaw(noisy.state) == {"s": 1}
     assert noisy.warnings == ()
+
+
+def encrypted(subtype: str, entity: str, value: str = "E") -> dict[str, Any]:
+    return ev("REASONING_ENCRYPTED_VALUE", subtype=subtype, entityId=entity, encryptedValue=value)
+
+
+def test_R_J1_encrypted_reasoning_values_ride_their_message_or_call_into_the_next_request() -> None:
+    """R-J1: REASONING_ENCRYPTED_VALUE stores its opaque value with the message or tool
+    call it names (while streaming or after), it is committed with them and sent back
+    unmodified in the next request."""
+    driver, chat = chat_with(
+        succeed(
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="Think"),
+            encrypted("message", "r1", "E1"),
+            ev("REASONING_MESSAGE_END", messageId="r1"),
+            ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup"),
+            encrypted("tool-call", "tc1", "E2"),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta="{}"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
+        ),
+        succeed(),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.warnings == ()
+    reasoning, holder = chat.messages[-2], chat.messages[-1]
+    assert reasoning == ReasoningMessage(id="r1", content="Think", encrypted_value="E1")
+    assert isinstance(holder, AssistantMessage) and holder.tool_calls is not None
+    expected_call = call("tc1", "lookup", "{}")
+    assert holder.tool_calls == (attrs.evolve(expected_call, encrypted_value="E2"),)
+    start(chat, driver, "Next", "u2")
+    sent = driver.requests[1].json["messages"]
+    assert {"id": "r1", "role": "reasoning", "content": "Think", "encryptedValue": "E1"} in sent
+    calls = [m["toolCalls"] for m in sent if m.get("toolCalls")]
+    assert calls[-1][0]["encryptedValue"] == "E2"
+
+
+@pytest.mark.parametrize(
+    ("event", "fragment"),
+    [
+        pytest.param(
+            encrypted("message", "nope"),
+            "message 'nope'",
+            id="unknown-message",
+        ),
+        pytest.param(
+            encrypted("message", "u1"),
+            "message 'u1'",
+            id="committed-message",
+        ),
+        pytest.param(
+            encrypted("tool-call", "nope"),
+            "tool call 'nope'",
+            id="unknown-call",
+        ),
+        pytest.param(
+            encrypted("future", "m1"),
+            "unknown subtype 'future'",
+            id="unknown-subtype",
+        ),
+    ],
+)
+def test_R_J1_an_encrypted_value_with_no_place_is_dropped_with_a_warning(
+    event: dict[str, Any], fragment: str
+) -> None:
+    """R-J1: a value naming nothing this run streamed (or of an unknown subtype) is
+    dropped with a warning; the run is not failed and nothing else changes."""
+    body = [*text("m1", "Hi")]
+    plain_driver, plain = chat_with(succeed(*body))
+    start(plain, plain_driver)
+    plain_driver.run_until_idle()
+    driver, chat = chat_with(succeed(*body, event))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.core_state.checkpoint == plain.core_state.checkpoint
+    assert len(chat.warnings) == 1 and fragment in chat.warnings[0]
 
 
 # -- R-J2: violations after the acknowledgement ---------------------------------------------
