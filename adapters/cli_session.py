@@ -75,6 +75,9 @@ def describe_error(error: InterludeError) -> list[str]:
     if isinstance(error, TransportError):
         if error.status is not None and error.body:
             lines.append(f"  the response said: {_one_line(error.body)}")
+        if error.retry_after is not None:
+            wait = f"{error.retry_after:g} s"
+            lines.append(f"  the endpoint asked to wait {wait} before trying again")
         lines.append("  " + _transport_advice(error.status))
     elif isinstance(error, ProtocolError):
         lines.append(

@@ -8,6 +8,8 @@ this module uses only anyio and httpx, never a loop directly.
 from __future__ import annotations
 
 import codecs
+import email.utils
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
 from typing import Self
@@ -19,7 +21,7 @@ from interlude.core.errors import ProtocolError, TransportError
 
 from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
 
-__all__ = ["ERROR_BODY_LIMIT", "HttpxTransport"]
+__all__ = ["ERROR_BODY_LIMIT", "HttpxTransport", "retry_after"]
 
 ERROR_BODY_LIMIT = 4096
 """Bytes of a non-2xx answer's body kept in the ``TransportError``: enough to explain."""
@@ -120,7 +122,8 @@ class HttpxTransport:
         try:
             if not response.is_success:
                 text = await self._error_body(response, chunks)
-                raise TransportError.from_status(response.status_code, text)
+                wait = retry_after(response.headers.get("Retry-After"), time.time())
+                raise TransportError.from_status(response.status_code, text, retry_after=wait)
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
@@ -240,3 +243,21 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
 
 def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (RFC 9110 §10.2.3): delta-seconds or
+    an HTTP date, counted from ``now`` (epoch seconds). None when absent or unreadable,
+    so a malformed header never blocks a retry; a date in the past means 0."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(int(value)) if len(value) <= 10 else None  # no absurd waits or ints
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None  # HTTP dates are GMT; one without a zone is not an HTTP date
+    return max(0.0, when.timestamp() - now)

@@ -136,21 +136,30 @@ class TransportError(InterludeError):
         retryable: bool,
         status: int | None = None,
         body: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.body = body
+        self.retry_after = retry_after
+        """Seconds the endpoint asked the client to wait (its ``Retry-After``), if it said."""
 
     def _fields(self) -> tuple[Any, ...]:
-        return (self.message, self.retryable, self.status, self.body)
+        return (self.message, self.retryable, self.status, self.body, self.retry_after)
 
     @classmethod
-    def from_status(cls, status: int, body: str) -> TransportError:
+    def from_status(
+        cls, status: int, body: str, *, retry_after: float | None = None
+    ) -> TransportError:
         """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not."""
         retryable = status >= 500 or status == 429
         return cls(
-            f"the endpoint answered HTTP {status}", retryable=retryable, status=status, body=body
+            f"the endpoint answered HTTP {status}",
+            retryable=retryable,
+            status=status,
+            body=body,
+            retry_after=retry_after,
         )
 
 

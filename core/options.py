@@ -51,6 +51,10 @@ class RetryPolicy:
     jitter_seed: int | None = None
     """None: derived from the resource's id prefix, which the async driver makes
     random per resource, so clients that fail together do not retry together."""
+    max_retry_after: float = attrs.field(default=60.0, validator=attrs.validators.ge(0))
+    """The longest wait an endpoint's ``Retry-After`` may ask for. A shorter one is
+    honoured (the back-off is at least that long); a longer one ends the run with the
+    error, which carries ``retry_after``, rather than keep it loading that long."""
 
     def delay(self, failed_attempt: int, draw: int, id_prefix: str = "") -> float:
         """Seconds to wait after attempt ``failed_attempt`` failed; ``draw`` picks the jitter."""

@@ -293,13 +293,15 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     """A retryable failure before acknowledgement: wait and retry within budget (R-F1)."""
     run = tx.s.run
     assert run is not None and run.attempt is not None
-    if run.attempts >= tx.s.options.retry.max_attempts:
+    policy = tx.s.options.retry
+    asked = error.retry_after if isinstance(error, err.TransportError) else None
+    if run.attempts >= policy.max_attempts or (asked or 0) > policy.max_retry_after:
         _interrupt(tx, error)
         return
     tx.emit(AbortAttempt(run.attempt.id))
     timer = tx.serial()
-    o = tx.s.options
-    due = now + o.retry.delay(run.attempts, timer, o.id_prefix or "interlude")
+    backoff = policy.delay(run.attempts, timer, tx.s.options.id_prefix or "interlude")
+    due = now + max(backoff, asked or 0)  # an endpoint's Retry-After is a lower bound
     tx.set(run=evolve(run, attempt=None, retry_timer=timer))
     tx.emit(StartTimer(timer, due, "retry"))
 

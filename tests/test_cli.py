@@ -24,6 +24,8 @@ import trio
 
 from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
 from interlude.adapters.cli import ChatConfig, run_chat
+from interlude.adapters.cli_session import describe_error
+from interlude.core.errors import TransportError
 
 PY = sys.executable
 TIMEOUT = 20
@@ -400,6 +402,13 @@ def chat_in_process(agent: ReferenceAgent, typed: str, **options: Any) -> tuple[
 
 
 ANSWERS = "buy an espresso machine\ny\n\n1\n"
+
+
+def test_an_error_with_retry_after_says_how_long_the_endpoint_asked_to_wait() -> None:
+    error = TransportError.from_status(429, "slow down", retry_after=30)
+    lines = describe_error(error)
+    assert "  the endpoint asked to wait 30 s before trying again" in lines
+    assert "  the response said: slow down" in lines
 
 
 def test_r_f4_rejected_resume_offers_the_same_answers_again() -> None:

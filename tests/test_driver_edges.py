@@ -11,12 +11,13 @@ from interlude.adapters.fake import (
     ScriptedAgent,
     drop,
     finished,
+    refuse,
     reply,
     started,
     text,
     tool_call,
 )
-from interlude.core.errors import ObserverError
+from interlude.core.errors import ObserverError, TransportError
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.reducer import MAX_WARNINGS
 
@@ -93,6 +94,35 @@ def test_R_F1_retry_progress_is_visible() -> None:
     assert (chat.is_retrying, chat.attempts) == (False, 2)
     driver.run_until_idle()
     assert (chat.is_retrying, chat.attempts, chat.error) == (False, 0, None)
+
+
+def test_R_F1_an_endpoints_retry_after_is_a_lower_bound_on_the_back_off() -> None:
+    """R-F1: a refusal carrying Retry-After (7 s) is retried no sooner than that, even
+    when the policy's back-off (1 s) is shorter."""
+    driver = FakeDriver(
+        ScriptedAgent().then(refuse(429, retry_after=7), lambda r: reply(started(r), finished(r)))
+    )
+    chat = driver.chat(Options(retry=RetryPolicy(jitter=0, base_delay=1.0)))
+    chat.send("go")
+    driver.run_until_idle(follow_retries=False)
+    assert chat.is_retrying and len(driver.requests) == 1
+    driver.advance(6.9)
+    assert chat.is_retrying and len(driver.requests) == 1
+    driver.advance(0.1)
+    driver.run_until_idle()
+    assert len(driver.requests) == 2 and chat.error is None and not chat.is_loading
+
+
+def test_R_F1_a_retry_after_beyond_the_policy_ends_the_run_with_the_error() -> None:
+    """R-F1: an endpoint asking for more than max_retry_after is not waited for: the run
+    ends at once with its error, which says how long the endpoint asked for."""
+    driver = FakeDriver(ScriptedAgent().then(refuse(503, retry_after=3600)))
+    chat = driver.chat(Options(retry=RetryPolicy(max_retry_after=60)))
+    chat.send("go")
+    driver.run_until_idle()
+    assert len(driver.requests) == 1 and not chat.is_loading and not chat.is_retrying
+    assert isinstance(chat.error, TransportError)
+    assert (chat.error.status, chat.error.retry_after) == (503, 3600)
 
 
 def test_R_J5_warnings_keep_only_the_newest() -> None:

@@ -409,6 +409,29 @@ def test_a_503_or_429_is_retried_then_succeeds(status: int) -> None:
     e2e(body)
 
 
+def test_a_retry_after_longer_than_the_policy_allows_ends_the_resume_with_the_error() -> None:
+    """R-F1, R-J4: the endpoint's Retry-After reaches the reducer through the transport;
+    asked for longer than max_retry_after, the resume is not retried and its claim is
+    released, the batch still pending, the error saying how long the endpoint asked for."""
+
+    async def body(rig: Rig) -> None:
+        options = Options(retry=RetryPolicy(base_delay=0.01, jitter=0.0, max_retry_after=30))
+        chat = await paused_on_purchase(rig, "t-retry-after", options)
+        batch = chat.pending_interrupts
+        assert batch is not None
+        rig.agent.faults.append(Fault.refuse(503, "busy", headers={"Retry-After": "120"}))
+        chat.resume(batch.id, ENTRIES)
+        await until(lambda: not chat.is_loading)
+        await trio.sleep(QUIET)
+        assert len(resumes(rig.agent)) == 1  # not retried
+        error = chat.error
+        assert isinstance(error, TransportError)
+        assert (error.status, error.retry_after, error.retryable) == (503, 120.0, True)
+        assert chat.pending_interrupts is batch and not chat.is_resuming
+
+    e2e(body)
+
+
 def test_a_400_is_not_retried_releases_the_claim_and_the_batch_can_be_resumed_again() -> None:
     """R-F4, R-J4, R-F7: a 4xx is a TransportError with status and body; the batch stays."""
 

@@ -23,7 +23,7 @@ import pytest
 import trio
 from hypercorn.config import Config
 
-from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport
+from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport, retry_after
 from interlude.core.errors import ProtocolError, TransportError
 
 WAIT = 5.0  # seconds: the bound on any wait that should end almost at once
@@ -261,6 +261,50 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
             f"no luck: {status}",
         )
         assert error == TransportError.from_status(status, f"no luck: {status}")
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        (None, None),
+        ("120", 120.0),
+        (" 7 ", 7.0),
+        ("0", 0.0),
+        ("Tue, 01 Dec 2026 00:00:30 GMT", 30.0),  # an HTTP date, from now
+        ("Mon, 30 Nov 2026 00:00:00 GMT", 0.0),  # a date in the past: no wait
+        ("soon", None),
+        ("-5", None),
+        ("1.5", None),  # delta-seconds are whole
+        ("12345678901", None),  # absurd
+        ("Tue, 01 Dec 2026 00:00:30", None),  # no zone: not an HTTP date
+    ],
+)
+def test_retry_after_reads_seconds_and_http_dates(
+    header: str | None, seconds: float | None
+) -> None:
+    now = 1_796_083_200.0  # Tue, 01 Dec 2026 00:00:00 GMT
+    assert retry_after(header, now) == seconds
+
+
+def test_a_retry_after_header_rides_the_transport_error() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 429,
+                "headers": [(b"content-type", b"text/plain"), (b"retry-after", b"12")],
+            }
+        )
+        await body(send, b"slow down", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        assert (caught.value.status, caught.value.retry_after) == (429, 12.0)
+        assert caught.value.retryable
 
     trio.run(main)
 

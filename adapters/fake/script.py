@@ -92,9 +92,11 @@ def held(*events: Any) -> Reply:
     return Reply(events=_flatten(events), hold=True)
 
 
-def refuse(status: int = 503, body: str = "") -> Reply:
-    """Fail before the stream, as an HTTP error: 5xx and 429 retryable, other 4xx not."""
-    return Reply(fail_before_send=TransportError.from_status(status, body))
+def refuse(status: int = 503, body: str = "", *, retry_after: float | None = None) -> Reply:
+    """Fail before the stream, as an HTTP error: 5xx and 429 retryable, other 4xx not;
+    ``retry_after`` as the seconds of a ``Retry-After`` header."""
+    error = TransportError.from_status(status, body, retry_after=retry_after)
+    return Reply(fail_before_send=error)
 
 
 def drop(*events: Any, error: TransportError | ProtocolError | None = None) -> Reply:
