@@ -416,37 +416,40 @@ def test_a_retry_after_longer_than_the_policy_allows_ends_the_resume_with_the_er
 
     async def body(rig: Rig) -> None:
         options = Options(retry=RetryPolicy(base_delay=0.01, jitter=0.0, max_retry_after=30))
-        chat = await paused_on_purchase(rig, "t-retry-after", options)
-        batch = chat.pending_interrupts
-        assert batch is not None
-        rig.agent.faults.append(Fault.refuse(503, "busy", headers={"Retry-After": "120"}))
-        chat.resume(batch.id, ENTRIES)
-        await until(lambda: not chat.is_loading)
-        await trio.sleep(QUIET)
-        assert len(resumes(rig.agent)) == 1  # not retried
-        error = chat.error
-        assert isinstance(error, TransportError)
+        fault = Fault.refuse(503, "busy", headers={"Retry-After": "120"})
+        chat, batch, error, committed = await refused_once(rig, "t-retry-after", fault, options)
         assert (error.status, error.retry_after, error.retryable) == (503, 120.0, True)
         assert chat.pending_interrupts is batch and not chat.is_resuming
+        assert committed.intact_in(chat)
 
     e2e(body)
+
+
+async def refused_once(
+    rig: Rig, thread_id: str, fault: Fault, options: Options = FAST
+) -> tuple[AsyncResource, Batch, TransportError, Snapshot]:
+    """Pause on the purchase batch, resume it into ``fault``, and wait until the resume
+    has failed without a retry; returns the chat, the batch, the error and what was
+    committed before the resume."""
+    chat = await paused_on_purchase(rig, thread_id, options)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    committed = Snapshot.of(chat)
+    rig.agent.faults.append(fault)
+    chat.resume(batch.id, ENTRIES)
+    await until(lambda: not chat.is_loading)
+    await trio.sleep(QUIET)
+    assert len(resumes(rig.agent)) == 1  # not retried
+    assert isinstance(chat.error, TransportError)
+    return chat, batch, chat.error, committed
 
 
 def test_a_400_is_not_retried_releases_the_claim_and_the_batch_can_be_resumed_again() -> None:
     """R-F4, R-J4, R-F7: a 4xx is a TransportError with status and body; the batch stays."""
 
     async def body(rig: Rig) -> None:
-        chat = await paused_on_purchase(rig, "t-400")
-        batch = chat.pending_interrupts
-        assert batch is not None
-        committed = Snapshot.of(chat)
-        rig.agent.faults.append(Fault.refuse(400, "your request is wrong"))
-        chat.resume(batch.id, ENTRIES)
-        await until(lambda: not chat.is_loading)
-        await trio.sleep(QUIET)
-        assert len(resumes(rig.agent)) == 1  # not retried
-        error = chat.error
-        assert isinstance(error, TransportError)
+        fault = Fault.refuse(400, "your request is wrong")
+        chat, batch, error, committed = await refused_once(rig, "t-400", fault)
         assert error.status == 400 and error.body == "your request is wrong"
         assert error.retryable is False
         assert not chat.is_resuming and chat.pending_interrupts is batch
