@@ -63,11 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", action="store_true", help="print a cProfile of the core stream and exit"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the core stream's instructions with valgrind (noise-free) and exit",
+    )
     args = parser.parse_args(argv)
     if args.profile:
         from .profile import profile_stream
 
         print(profile_stream())
+        return 0
+    if args.instructions:
+        from .instructions import instruction_report
+
+        print(instruction_report(2_000 if args.quick else 10_000))
         return 0
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from bench import claim, http, memory, stream, workload
+from bench import claim, http, instructions, memory, stream, workload
 from bench.__main__ import main
 
 
@@ -60,3 +60,12 @@ def test_the_command_prints_every_table(capsys: pytest.CaptureFixture[str]) -> N
     assert code in (0, 1)  # a FAIL is a measurement, not a broken benchmark
     assert "2. resume() claim latency" in out and "4. Memory" in out
     assert "targets met" in out
+
+
+def test_instruction_counts_run_their_parts_and_say_when_valgrind_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for part in ("built", "prepared", "floor", "decode", "bare", "observed"):
+        instructions.main_child(part, 200)  # the child processes' bodies, without valgrind
+    monkeypatch.setattr(instructions.shutil, "which", lambda _: None)
+    assert "valgrind is not installed" in instructions.instruction_report(200)
