@@ -19,7 +19,7 @@ from typing import Any
 import fastjsonschema
 import pytest
 
-from interlude.core import answers
+from interlude.core import schema_code
 from interlude.core.answers import (
     AnswerCheck,
     SchemaLimits,
@@ -369,14 +369,14 @@ def test_rb3_generated_code_is_vetted_before_it_runs(
 
 
 def test_rb3_generated_code_gets_only_vetted_builtins_and_imports() -> None:
-    assert answers._import("json") is json
+    assert schema_code._import("json") is json
     with pytest.raises(ImportError):
-        answers._import("os")
+        schema_code._import("os")
     with pytest.raises(ImportError):
-        answers._import("json", level=1)
-    assert "open" not in answers._SAFE_BUILTINS
-    assert "eval" not in answers._SAFE_BUILTINS
-    assert "getattr" not in answers._SAFE_BUILTINS
+        schema_code._import("json", level=1)
+    assert "open" not in schema_code._SAFE_BUILTINS
+    assert "eval" not in schema_code._SAFE_BUILTINS
+    assert "getattr" not in schema_code._SAFE_BUILTINS
 
 
 # --- 2. nothing is fetched ---------------------------------------------------------------------
@@ -445,9 +445,9 @@ def test_rb3_handlers_refuse_every_scheme(monkeypatch: pytest.MonkeyPatch) -> No
         raise AssertionError("urlopen called")
 
     monkeypatch.setattr(urllib.request, "urlopen", fail)
-    handlers = answers._RefuseEveryScheme()
+    handlers = schema_code._RefuseEveryScheme()
     for ref in ("http://x/a.json", "file:///etc/passwd", "urn:x:y", "weird-scheme:z", "rel.json"):
-        with pytest.raises(answers._RemoteRef):
+        with pytest.raises(schema_code._RemoteRef):
             fastjsonschema.compile_to_code({"$ref": ref}, handlers)
     assert "anything" in handlers and len(handlers) == 0 and not list(handlers)
 

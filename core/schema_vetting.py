@@ -1,0 +1,191 @@
+"""Vetting a copied ``responseSchema`` before fastjsonschema sees it, for ``answers``.
+
+Finds the draft to apply, refuses what fastjsonschema would fetch, choke on or
+run slowly (remote or misplaced ``$ref``s, unboundable regexes, overlong keys),
+and estimates the size of the code fastjsonschema would generate, so that a
+hostile schema is refused before it costs anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import unquote
+
+from fastjsonschema.draft04 import CodeGeneratorDraft04
+from fastjsonschema.draft06 import CodeGeneratorDraft06
+from fastjsonschema.draft07 import CodeGeneratorDraft07
+from fastjsonschema.draft2019 import CodeGeneratorDraft2019
+
+from .regex_bounds import vet_regex
+from .schema_json import Tree
+from .schema_limits import SchemaLimits, SchemaRejectedError
+
+__all__ = ["SOURCE_CHARS_PER_VALUE", "draft_of", "expanded_values", "vet_schema", "words"]
+
+
+# --- vetting the schema ------------------------------------------------------------------------
+
+_DRAFTS: Final[Mapping[str, type[CodeGeneratorDraft04]]] = {
+    "draft-04": CodeGeneratorDraft04,
+    "draft-06": CodeGeneratorDraft06,
+    "draft-07": CodeGeneratorDraft07,
+    "draft/2019-09": CodeGeneratorDraft2019,
+}
+_DRAFT_URI: Final = re.compile(r"https?://json-schema\.org/(draft-0[467]|draft/2019-09)/schema#?")
+_DOLLAR: Final = re.compile(r"(?<!\\)\$")  # fastjsonschema turns these into \Z in 'pattern'
+_ABSENT: Final = object()
+
+
+def draft_of(root: dict[str, Any]) -> tuple[str, type[CodeGeneratorDraft04]]:
+    """The draft fastjsonschema will apply; an unknown ``$schema`` is refused, not guessed."""
+    uri = root.get("$schema", _ABSENT)
+    if uri is _ABSENT:
+        return "draft/2019-09", CodeGeneratorDraft2019
+    match = _DRAFT_URI.fullmatch(uri) if isinstance(uri, str) else None
+    if match is None:
+        raise SchemaRejectedError(
+            f"its $schema {uri!r} is not draft-04, -06, -07 or 2019-09 (omit $schema for 2019-09)"
+        )
+    return match[1], _DRAFTS[match[1]]
+
+
+def vet_schema(tree: Tree, limits: SchemaLimits) -> dict[str, int]:
+    """Refuse what fastjsonschema would fetch, choke on or run slowly.
+
+    Looks at every object, not only schema positions (a ``$ref`` can point
+    anywhere), so a few odd but harmless schemas are refused too. Returns each
+    distinct ``$ref`` with the index of its target container (-1 for a scalar).
+    """
+    refs: dict[str, int] = {}
+    index_of = {id(obj): i for i, obj in enumerate(tree.objs)}
+    longest = limits.max_pattern_input_length
+    for i, obj in enumerate(tree.objs):
+        if not isinstance(obj, dict):
+            continue
+        where = tree.pointer(i) or "/"
+        for key in obj:
+            if len(key) > longest:
+                raise SchemaRejectedError(f"a key at {where} is over {longest} characters")
+        ref = obj.get("$ref", _ABSENT)
+        if ref is not _ABSENT:
+            j = i  # an $id would make fastjsonschema resolve the $ref against another base
+            while j > 0:
+                scope = tree.objs[j]
+                if isinstance(scope, dict) and isinstance(scope.get("$id", scope.get("id")), str):
+                    raise SchemaRejectedError(
+                        f"the $ref at {where} is inside a subschema with its own $id/id"
+                    )
+                j = tree.parents[j]
+            target = _resolve_ref(tree.root, ref, where)
+            refs[ref] = index_of.get(id(target), -1)
+        pattern = obj.get("pattern")
+        if isinstance(pattern, str):
+            vet_regex(pattern, f"the pattern at {where}", limits)
+            vet_regex(_DOLLAR.sub(r"\\Z", pattern), f"the pattern at {where}", limits)
+        names = obj.get("patternProperties")
+        if isinstance(names, dict):
+            for pattern in names:
+                vet_regex(pattern, f"the patternProperties key at {where}", limits)
+        required = obj.get("required")
+        if isinstance(required, list):
+            for name in required:
+                if not isinstance(name, str) or len(name) > longest:
+                    raise SchemaRejectedError(f"'required' at {where} holds {name!r}")
+        step = obj.get("multipleOf")
+        if isinstance(step, int | float) and not isinstance(step, bool) and step <= 0:
+            raise SchemaRejectedError(f"multipleOf at {where} is {step}, not positive")
+        if "prefixItems" in obj and "items" in obj:
+            raise SchemaRejectedError(
+                f"the object at {where} uses draft 2020-12 prefixItems with items, which "
+                "fastjsonschema would read with older rules"
+            )
+    return refs
+
+
+def _resolve_ref(root: dict[str, Any], ref: object, where: str) -> object:
+    """The target of a local ``$ref``, found the way fastjsonschema finds it."""
+    if not isinstance(ref, str):
+        raise SchemaRejectedError(f"the $ref at {where} is not a string")
+    if not ref.startswith("#"):
+        raise SchemaRejectedError(
+            f"the $ref {ref!r} at {where} points outside the schema; only '#...' refs are "
+            "followed and nothing is fetched"
+        )
+    fragment = ref[1:].lstrip("/")
+    if ref[1:] and not ref[1:].startswith("/"):
+        raise SchemaRejectedError(f"the $ref {ref!r} at {where} is not a JSON Pointer")
+    node: object = root
+    for part in unquote(fragment).split("/") if fragment else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        try:
+            if isinstance(node, list):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise LookupError(part)
+        except (LookupError, ValueError):
+            raise SchemaRejectedError(f"the $ref {ref!r} at {where} leads nowhere") from None
+    return node
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Keywords fastjsonschema turns into checks, and how many; each repeats the subschema.
+_CHECKS: Final[Mapping[str, int]] = {
+    **dict.fromkeys(
+        words(
+            "type enum anyOf oneOf not minLength maxLength pattern format minimum maximum "
+            "minItems maxItems uniqueItems items additionalItems minProperties maxProperties "
+            "required dependencies additionalProperties exclusiveMinimum exclusiveMaximum "
+            "propertyNames contains const"
+        ),
+        1,
+    ),
+    "multipleOf": 2,
+    "contentEncoding": 2,
+    "contentMediaType": 2,
+}
+SOURCE_CHARS_PER_VALUE: Final = 64  # a hard backstop on the source length after generation
+
+
+def expanded_values(tree: Tree, refs: Mapping[str, int]) -> int:
+    """Estimate the JSON values in fastjsonschema's generated source, before generating it.
+
+    Every check repeats its subschema (with ``$ref``s inside expanded once) as
+    ``definition=...``, generated code names each value by its path, and each
+    distinct ``$ref`` gets a function for its target. This deliberately
+    over-counts; it exists because a 9 KiB schema of 400 ``{"$ref": "#"}``
+    generates 7 MB of source that takes ~20 s to parse.
+    """
+    objs, parents, n = tree.objs, tree.parents, len(tree.objs)
+    size = list(tree.own)
+    for i in range(n - 1, 0, -1):
+        size[parents[i]] += size[i]
+    extra = [0] * n  # values added by expanding the $refs under each container
+    for i in range(n - 1, 0, -1):
+        obj = objs[i]
+        if isinstance(obj, dict) and isinstance(obj.get("$ref"), str):
+            target = refs.get(obj["$ref"], -1)
+            extra[i] += size[target] if target >= 0 else 1
+        extra[parents[i]] += extra[i]
+    path = [0] * n
+    volume = [0] * n
+    for i, obj in enumerate(objs):
+        if i:
+            key = tree.keys[i]
+            path[i] = path[parents[i]] + 1 + (len(key) // 16 if isinstance(key, str) else 0)
+        checks = 0
+        if isinstance(obj, dict) and not isinstance(obj.get("$ref"), str):
+            checks = sum(_CHECKS.get(key, 0) for key in obj)
+            dependencies = obj.get("dependencies")
+            if isinstance(dependencies, dict):
+                checks += sum(len(v) for v in dependencies.values() if isinstance(v, list))
+        volume[i] = checks * (size[i] + extra[i] + 24 + path[i]) + (len(obj) + 1) * (6 + path[i])
+    for i in range(n - 1, 0, -1):
+        volume[parents[i]] += volume[i]
+    return volume[0] + sum(volume[t] if t >= 0 else 1 for t in refs.values())
