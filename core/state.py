@@ -249,8 +249,18 @@ def replacer(cls: type[_T], field: str) -> Callable[[_T, Any], _T]:
 
 
 def _copier(cls: type[_T]) -> Callable[[_T, dict[str, Any]], _T]:
-    """A generated ``attrs.evolve`` for one class: checks names, then copies once."""
-    names = frozenset(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
+    """A generated ``attrs.evolve`` for one class: checks names, then copies once.
+
+    It stores values as given, so it serves only classes with nothing to run on
+    construction: a validator, converter or post-init hook added later must fail here,
+    at import, rather than be skipped silently.
+    """
+    fields = attrs.fields(cls)  # type: ignore[arg-type]
+    if hasattr(cls, "__attrs_post_init__") or any(
+        a.validator is not None or a.converter is not None for a in fields
+    ):
+        raise TypeError(f"{cls.__name__} checks its fields: use attrs.evolve for it")
+    names = frozenset(a.name for a in fields)
     check = "    if not changes.keys() <= _fields:\n        _unknown(_cls, changes)\n"
     fn: Callable[[_T, dict[str, Any]], _T] = _generate(
         cls,

@@ -528,6 +528,10 @@ def _fast_path(
     strings = [a for a in fields if a.default is None and a.type == str | None]
     if not required or any(isinstance(a.default, attrs.Factory) for a in fields):  # type: ignore[arg-type]
         return general
+    if hasattr(cls, "__attrs_post_init__") or any(
+        a.validator is not None or a.converter is not None for a in fields
+    ):
+        return general  # the shortcut stores values as given: it cannot run checks
     given = {a.name: f"v{n}" for n, a in enumerate([*required, *strings])}
     env: dict[str, Any] = {
         "_new": object.__new__,
