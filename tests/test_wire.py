@@ -11,7 +11,7 @@ import ag_ui.core as agui
 import attrs
 import pytest
 from ag_ui.encoder import EventEncoder
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interlude.core.json import FrozenDict, freeze_parsed, thaw
@@ -659,12 +659,19 @@ _WIRE_VALUES = st.one_of(
                 "activityType",
                 "patch",
                 "value",
+                "event",
+                "source",
+                "replace",
+                "subtype",
+                "entityId",
+                "encryptedValue",
             ]
         ),
         _WIRE_VALUES,
-        max_size=6,
+        max_size=7,
     ),
 )
+@settings(max_examples=400)
 def test_the_shortcut_for_common_events_decodes_like_the_general_path(
     cls: Any, fields: dict[str, Any]
 ) -> None:
