@@ -8,18 +8,27 @@ raise its typed error and leave ``core_state`` exactly as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from rule_support import (
+    T0,
+    RecordingDriver,
+    ask,
+    assert_paused,
+    at,
+    pause,
+    paused_chat,
+    rejected,
+    step_until,
+    succeed,
+    user_texts,
+)
 
 from interlude.adapters.fake import (
-    FAKE_EPOCH,
     FakeClock,
-    FakeDriver,
-    Reply,
-    Request,
     ScriptedAgent,
     drop,
     finished,
@@ -38,7 +47,6 @@ from interlude.core.commands import (
     AbortAttempt,
     CancelTimer,
     CancelTool,
-    Command,
     RunTool,
     StartAttempt,
     StartTimer,
@@ -57,60 +65,6 @@ from interlude.core.wire.messages import ToolMessage
 
 # -- helpers --------------------------------------------------------------------------
 
-T0 = FAKE_EPOCH
-
-
-def at(seconds: float) -> str:
-    """An RFC 3339 instant ``seconds`` after the fake clock's start."""
-    return datetime.fromtimestamp(T0 + seconds, UTC).isoformat().replace("+00:00", "Z")
-
-
-def ask(iid: str = "approve", expires: str | None = None) -> dict[str, Any]:
-    it: dict[str, Any] = {"id": iid, "reason": "input_required", "message": f"{iid}?"}
-    if expires is not None:
-        it["expiresAt"] = expires
-    return it
-
-
-class RecordingDriver(FakeDriver):
-    """A fake driver that also records every command the resources emit."""
-
-    def __init__(self, agent: ScriptedAgent, *, clock: FakeClock | None = None) -> None:
-        super().__init__(agent, clock=clock)
-        self.commands: list[Command] = []
-
-    def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
-        self.commands.extend(commands)
-        super().execute(resource, commands)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [c for c in self.commands if isinstance(c, kind)]
-
-
-def pause(*interrupts: dict[str, Any], before: Sequence[Any] = ()) -> Callable[[Request], Reply]:
-    def answer(req: Request) -> Reply:
-        return reply(
-            started(req),
-            *before,
-            *text(f"ask-{req.run_id}", "need approval"),
-            interrupted(req, *(interrupts or (ask(),))),
-        )
-
-    return answer
-
-
-def succeed(*events: Any, hold: bool = False) -> Callable[[Request], Reply]:
-    def answer(req: Request) -> Reply:
-        return reply(
-            started(req),
-            *events,
-            *text(f"done-{req.run_id}", f"done {req.run_id}"),
-            finished(req),
-            hold=hold,
-        )
-
-    return answer
-
 
 def entries(batch: Batch, cancel: Sequence[str] = ()) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
@@ -122,56 +76,10 @@ def entries(batch: Batch, cancel: Sequence[str] = ()) -> list[dict[str, Any]]:
     return out
 
 
-def paused_chat(
-    *interrupts: dict[str, Any],
-    replies: Sequence[Any] = (),
-    options: Options | None = None,
-    thread_id: str | None = None,
-    before: Sequence[Any] = (),
-    local_tools: dict[str, Any] | None = None,
-    clock: FakeClock | None = None,
-) -> tuple[RecordingDriver, Resource, Batch]:
-    """A chat that sent "hello" and paused with ``interrupts``; ``replies`` come next."""
-    agent = ScriptedAgent(succeed()).then(pause(*interrupts, before=before), *replies)
-    driver = RecordingDriver(agent, clock=clock)
-    chat = driver.chat(options, thread_id=thread_id, local_tools=local_tools)
-    chat.send("hello")
-    driver.run_until_idle()
-    batch = chat.pending_interrupts
-    assert batch is not None
-    assert_paused(chat, batch)
-    return driver, chat, batch
-
-
-def assert_paused(r: Resource, batch: Batch) -> None:
-    assert r.pending_interrupts is batch
-    assert (r.is_loading, r.is_resuming, r.needs_new_thread) == (False, False, False)
-
-
-def rejected(r: Resource, error: type[Exception], call: Callable[[], Any]) -> Any:
-    before = r.core_state
-    with pytest.raises(error) as info:
-        call()
-    assert r.core_state == before
-    return info.value
-
-
 def count_notifications(r: Resource) -> list[tuple[bool, Batch | None]]:
     seen: list[tuple[bool, Batch | None]] = []
     r.subscribe(lambda res: seen.append((res.is_expired, res.pending_interrupts)))
     return seen
-
-
-def step_until(driver: FakeDriver, done: Callable[[], bool], limit: int = 200) -> None:
-    for _ in range(limit):
-        if done():
-            return
-        assert driver.step(), "the driver ran out of work before the condition held"
-    raise AssertionError("condition never held")
-
-
-def user_texts(req: Request) -> list[str]:
-    return [m["content"] for m in req.json["messages"] if m["role"] == "user"]
 
 
 # -- R-G1 -------------------------------------------------------------------------------

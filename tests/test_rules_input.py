@@ -8,21 +8,30 @@ error and leave ``core_state`` exactly as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from rule_support import (
+    RecordingDriver,
+    ask,
+    assert_paused,
+    at,
+    pause,
+    paused_chat,
+    rejected,
+    step_until,
+    succeed,
+    user_texts,
+)
 
 from interlude.adapters.fake import (
-    FAKE_EPOCH,
     FakeDriver,
     Reply,
     Request,
     ScriptedAgent,
     drop,
     finished,
-    interrupted,
     reply,
     run_error,
     started,
@@ -32,7 +41,7 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.resource import Resource
 from interlude.core import inputs as i
-from interlude.core.commands import AbortAttempt, Command, RunTool
+from interlude.core.commands import AbortAttempt
 from interlude.core.errors import (
     BatchExpiredError,
     InterruptPendingError,
@@ -47,63 +56,8 @@ from interlude.core.wire.messages import AssistantMessage, ToolMessage, UserMess
 
 # -- helpers --------------------------------------------------------------------------
 
-ASK = {"id": "approve", "reason": "input_required", "message": "Approve?"}
+ASK = ask()
 EXACT_RETRY = Options(retry=RetryPolicy(jitter=0, base_delay=1.0, max_attempts=3))
-
-
-def at(seconds: float) -> str:
-    """An RFC 3339 instant ``seconds`` after the fake clock's start."""
-    return datetime.fromtimestamp(FAKE_EPOCH + seconds, UTC).isoformat().replace("+00:00", "Z")
-
-
-class RecordingDriver(FakeDriver):
-    """A fake driver that records every command; optionally keeps local tools for the test.
-
-    With ``manual_tools`` the ``RunTool`` commands are not run: the test
-    finishes them itself (``ToolFinished``), in any order it likes.
-    """
-
-    def __init__(self, agent: ScriptedAgent, *, manual_tools: bool = False) -> None:
-        super().__init__(agent)
-        self.commands: list[Command] = []
-        self.tool_runs: list[RunTool] = []
-        self.manual_tools = manual_tools
-
-    def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
-        self.commands.extend(commands)
-        if self.manual_tools:
-            self.tool_runs.extend(c for c in commands if isinstance(c, RunTool))
-            commands = [c for c in commands if not isinstance(c, RunTool)]
-        super().execute(resource, commands)
-
-
-def pause(*interrupts: dict[str, Any], before: Sequence[Any] = ()) -> Callable[[Request], Reply]:
-    """A reply that streams ``before`` and some text, then pauses with ``interrupts``."""
-
-    def answer(req: Request) -> Reply:
-        return reply(
-            started(req),
-            *before,
-            *text(f"ask-{req.run_id}", "need approval"),
-            interrupted(req, *(interrupts or (ASK,))),
-        )
-
-    return answer
-
-
-def succeed(*events: Any, hold: bool = False, outcome: dict[str, Any] | None = None):
-    """A reply that streams ``events`` and some text, then finishes."""
-
-    def answer(req: Request) -> Reply:
-        return reply(
-            started(req),
-            *events,
-            *text(f"done-{req.run_id}", f"done {req.run_id}"),
-            finished(req, outcome),
-            hold=hold,
-        )
-
-    return answer
 
 
 def answer_completion(req: Request) -> Reply:
@@ -117,51 +71,6 @@ def approve(batch: Batch, payload: Any = None) -> list[dict[str, Any]]:
         {"interrupt_id": it.id, "status": "resolved", "payload": payload or {"approved": True}}
         for it in batch.interrupts
     ]
-
-
-def paused_chat(
-    *replies: Any,
-    local_tools: dict[str, Any] | None = None,
-    options: Options | None = None,
-    manual_tools: bool = False,
-    first: Callable[[Request], Reply] | None = None,
-) -> tuple[RecordingDriver, Resource, Batch]:
-    """A chat that sent "hello" and paused; ``replies`` answer the requests after it."""
-    agent = ScriptedAgent(succeed()).then(first or pause(), *replies)
-    driver = RecordingDriver(agent, manual_tools=manual_tools)
-    chat = driver.chat(options, local_tools=local_tools)
-    chat.send("hello")
-    driver.run_until_idle()
-    batch = chat.pending_interrupts
-    assert batch is not None
-    assert_paused(chat, batch)
-    return driver, chat, batch
-
-
-def assert_paused(r: Resource, batch: Batch) -> None:
-    assert r.pending_interrupts is batch
-    assert (r.is_loading, r.is_resuming, r.needs_new_thread) == (False, False, False)
-
-
-def user_texts(req: Request) -> list[str]:
-    return [m["content"] for m in req.json["messages"] if m["role"] == "user"]
-
-
-def step_until(driver: FakeDriver, done: Callable[[], bool], limit: int = 200) -> None:
-    for _ in range(limit):
-        if done():
-            return
-        assert driver.step(), "the driver ran out of work before the condition held"
-    raise AssertionError("condition never held")
-
-
-def rejected(r: Resource, error: type[Exception], call: Callable[[], Any]) -> Exception:
-    """``call`` raises ``error`` and leaves the core state exactly as it was."""
-    before = r.core_state
-    with pytest.raises(error) as info:
-        call()
-    assert r.core_state == before
-    return info.value
 
 
 # -- R-D1 -------------------------------------------------------------------------------
@@ -200,7 +109,9 @@ def test_R_D2_set_state_locked_from_claim_through_the_resumed_run():
     """R-D2, R-C2: locked from the synchronous claim, through the send, at the matching
     RUN_STARTED (a run then owns the state, as the errors table says), until the
     resumed run ends."""
-    driver, chat, batch = paused_chat(succeed(state_snapshot({"server": "after"}), hold=True))
+    driver, chat, batch = paused_chat(
+        replies=[succeed(state_snapshot({"server": "after"}), hold=True)]
+    )
     chat.set_state({"client": "before"})
     chat.resume(batch.id, approve(batch))
     # claimed, not sent yet
@@ -231,8 +142,10 @@ def test_R_D2_set_state_locked_during_a_retry_wait_before_ack():
     """R-D2, R-F2: the claim is still held while waiting to retry; the retry sends the
     captured state, not a later one."""
     driver, chat, batch = paused_chat(
-        lambda req: Reply(fail_before_send=TransportError("refused", retryable=True)),
-        succeed(),
+        replies=[
+            lambda req: Reply(fail_before_send=TransportError("refused", retryable=True)),
+            succeed(),
+        ],
         options=EXACT_RETRY,
     )
     chat.set_state({"v": "captured"})
@@ -259,7 +172,7 @@ def test_R_D2_set_state_allowed_again_once_the_claim_is_released(release: str):
         "run_error_before_ack": [lambda req: reply(run_error("nope", "E1"))],
         "retries_exhausted": refused,
     }[release]
-    driver, chat, batch = paused_chat(*replies, succeed(), options=EXACT_RETRY)
+    driver, chat, batch = paused_chat(replies=[*replies, succeed()], options=EXACT_RETRY)
     chat.resume(batch.id, approve(batch))
     if release == "stop":
         chat.stop()
@@ -300,7 +213,7 @@ NEW_INPUT: dict[str, Callable[[Resource], Any]] = {
 def test_R_D3_new_chat_input_rejected_while_pending_or_claimed(intent: str, phase: str):
     """R-D3: send, set_messages and reload raise InterruptPendingError, change nothing and
     send nothing while the batch awaits answers or is claimed."""
-    driver, chat, batch = paused_chat(succeed(hold=True))
+    driver, chat, batch = paused_chat(replies=[succeed(hold=True)])
     if phase != "pending":
         chat.resume(batch.id, approve(batch))
     if phase == "claimed_sent":
@@ -318,7 +231,7 @@ def test_R_D3_new_input_after_ack_supersedes_the_resumed_run(intent: str):
     """R-D3, R-C4: after the matching RUN_STARTED new input is allowed and supersedes the
     resumed run at once: no recovery requirement, no resume flag, an ordinary request
     without ``resume``, and the old stream's late events are ignored."""
-    driver, chat, batch = paused_chat(succeed(hold=True), succeed())
+    driver, chat, batch = paused_chat(replies=[succeed(hold=True), succeed()])
     chat.resume(batch.id, approve(batch))
     assert driver.step()
     driver.release(1)
@@ -379,7 +292,7 @@ def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
         before=tool_call("call-1", "transfer", {"amount": 5}),
     )
     driver, chat, batch = paused_chat(
-        succeed(*([result] if server_result else [])),
+        replies=[succeed(*([result] if server_result else []))],
         first=first,
         local_tools={"transfer": lambda args: ran.append(args) or "local!"},
     )
@@ -580,8 +493,7 @@ def test_R_D5_tool_loop_continues_inside_a_resumed_interaction():
     with is_resuming True throughout, until the follow-up settles."""
     ran: list[Any] = []
     driver, chat, batch = paused_chat(
-        succeed(*tool_call("c-new", "calc", {"x": 3})),
-        succeed(),
+        replies=[succeed(*tool_call("c-new", "calc", {"x": 3})), succeed()],
         local_tools={"calc": lambda a: ran.append(a) or {"y": a["x"] * 2}},
     )
     chat.resume(batch.id, approve(batch))
