@@ -21,6 +21,7 @@ import hypercorn.asyncio
 import hypercorn.trio
 import pytest
 import trio
+from asgi_support import request_body
 from hypercorn.config import Config
 
 from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport, retry_after
@@ -51,20 +52,9 @@ def asgi(handler: Handler) -> Callable[[dict[str, Any], Receive, Send], Awaitabl
     """An ASGI app that reads the whole request, then lets ``handler`` answer it."""
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return  # the lifespan protocol, answered
         request = Request(scope["method"], scope["path"], scope["headers"], body, receive)
         await handler(request, send)
 

@@ -23,6 +23,7 @@ import pydantic
 import pytest
 import trio
 from ag_ui.encoder import EventEncoder
+from asgi_support import request_body
 from hypercorn.config import Config
 
 from interlude.adapters.agent import ReferenceAgent, encode_frame
@@ -796,20 +797,9 @@ class Endpoint:
         self.bodies: list[bytes] = []
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return  # the lifespan protocol, answered
         self.bodies.append(body)
         answer = self.answers.popleft()(json.loads(body))
         headers = [(b"content-type", ENCODER.get_content_type().encode())]
