@@ -19,8 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-from interlude.core.json import thaw
-from interlude.core.pvec import PVec
+from interlude.core.json import json_default, thaw
 
 __all__ = [
     "MAX_FORM_DEPTH",
@@ -315,8 +314,11 @@ def _is_number(value: object) -> bool:
 
 
 def _as_json(value: object) -> Any:
-    """Frozen arrays (PVec) as arrays, anything else that is not JSON as its str()."""
-    return list(value) if isinstance(value, PVec) else str(value)
+    """Frozen JSON's own types as JSON (json_default), anything else as its str()."""
+    try:
+        return json_default(value)
+    except TypeError:
+        return str(value)
 
 
 def format_json(value: Any, limit: int = 200) -> str:

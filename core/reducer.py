@@ -596,8 +596,13 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
         _interrupt(tx, err.ProtocolError(str(exc)))
         return tx.done()
     except StreamWarning as exc:
-        return Transition(evolve(s, warnings=(*s.warnings, str(exc))[-MAX_WARNINGS:]))
+        return Transition(evolve(s, warnings=_noted(s.warnings, str(exc))))
     return _no_commands((with_draft(s, new_stream), ()))
+
+
+def _noted(warnings: tuple[str, ...], note: str) -> tuple[str, ...]:
+    """``warnings`` with ``note`` added, the oldest dropped past MAX_WARNINGS."""
+    return (*warnings, note)[-MAX_WARNINGS:]
 
 
 def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) -> None:
@@ -660,7 +665,7 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
             f"run {attempt.run_id!r} finished with unknown outcome type "
             f"{outcome.type!r}; read as success (AG-UI 1.0)"
         )
-        tx.set(warnings=(*tx.s.warnings, note)[-MAX_WARNINGS:])
+        tx.set(warnings=_noted(tx.s.warnings, note))
     pending: tuple[str, ...] = ()
     if isinstance(outcome, ev.SuccessOutcome) and outcome.pending_tool_call_ids:
         # R-J6, in call order (R-D5), each once; ids the run did not stream go last.

@@ -13,9 +13,10 @@ from typing import overload
 from .errors import InterludeError
 from .json import JSON
 from .pvec import PVec
-from .state import Batch, State, Stream, replacer
+from .state import Batch, State, Stream
 from .stream import WITH_CONTENT as _WITH_CONTENT
-from .wire.messages import AssistantMessage, FunctionCall, Message, ToolCall
+from .stream import with_arguments, with_call
+from .wire.messages import AssistantMessage, Message
 
 __all__ = [
     "MessageView",
@@ -93,19 +94,8 @@ def _as_streamed(stream: Stream, index: int, message: Message) -> Message:
             break
     for c in stream.open_calls:
         if c.position == index and isinstance(message, AssistantMessage):
-            calls = message.tool_calls or ()
-            for n, t in enumerate(calls):
-                if t.id == c.tool_call_id:
-                    call = _with_function(t, _with_arguments(t.function, c.rope.text()))
-                    calls = (*calls[:n], call, *calls[n + 1 :])
-                    break
-            message = _with_tool_calls(message, calls)
+            message = with_call(message, c.tool_call_id, with_arguments(c.rope.text())) or message
     return message
-
-
-_with_tool_calls = replacer(AssistantMessage, "tool_calls")
-_with_function = replacer(ToolCall, "function")
-_with_arguments = replacer(FunctionCall, "arguments")
 
 
 def _streaming(stream: Stream | None) -> Stream | None:

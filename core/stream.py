@@ -50,6 +50,8 @@ __all__ = [
     "StreamViolation",
     "StreamWarning",
     "close_all",
+    "with_arguments",
+    "with_call",
     "with_text",
 ]
 
@@ -97,7 +99,9 @@ def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
 
 def _text_content(s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageContent) -> Stream:
     texts = s.open_texts
-    if len(texts) == 1 and texts[0].message_id == e.message_id:  # the common case, inlined
+    if len(texts) == 1 and texts[0].message_id == e.message_id:
+        # Half of a stream's events land here: the loop of _append_text, unrolled for
+        # its common case (one message open), saves about 4% of the benchmark's cost.
         o = texts[0]
         return with_open_texts(s, (with_rope(o, o.rope.append(e.delta)),))
     return _append_text(s, e.message_id, e.delta)
@@ -231,10 +235,31 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
 
 def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
     calls = s.open_calls
-    if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id:  # the common case, inlined
+    if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id:  # as in _text_content
         o = calls[0]
         return with_open_calls(s, (with_rope(o, o.rope.append(e.delta)),))
     return _tool_call_args(s, e.tool_call_id, e.delta)
+
+
+def with_call(
+    holder: AssistantMessage, tool_call_id: str, change: Callable[[ToolCall], ToolCall]
+) -> AssistantMessage | None:
+    """``holder`` with its call ``tool_call_id`` changed, or None if it holds no such call."""
+    calls = holder.tool_calls or ()
+    for n, call in enumerate(calls):
+        if call.id == tool_call_id:
+            return _with_tool_calls(holder, (*calls[:n], change(call), *calls[n + 1 :]))
+    return None
+
+
+def with_arguments(text: str) -> Callable[[ToolCall], ToolCall]:
+    """The change that sets a call's arguments to ``text``."""
+    return lambda call: _with_function(call, _with_call_arguments(call.function, text))
+
+
+_with_tool_calls = replacer(AssistantMessage, "tool_calls")
+_with_function = replacer(ToolCall, "function")
+_with_call_arguments = replacer(FunctionCall, "arguments")
 
 
 def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
@@ -243,14 +268,11 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
         raise StreamViolation(f"end of tool call {tool_call_id!r}, which is not open")
     holder = s.messages[o.position]
     assert isinstance(holder, AssistantMessage)
-    args = str(o.rope)
-    calls = tuple(
-        evolve(c, function=evolve(c.function, arguments=args)) if c.id == tool_call_id else c
-        for c in holder.tool_calls or ()
-    )
+    closed = with_call(holder, tool_call_id, with_arguments(str(o.rope)))
+    assert closed is not None  # an open call always has its holder
     return evolve(
         s,
-        messages=s.messages.set(o.position, evolve(holder, tool_calls=calls)),
+        messages=s.messages.set(o.position, closed),
         open_calls=tuple(c for c in s.open_calls if c is not o),
     )
 
@@ -290,15 +312,16 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
         changed = evolve(message, encrypted_value=e.encrypted_value)
         return evolve(s, messages=s.messages.set(i, changed))
     if e.subtype == "tool-call":
+
+        def store(call: ToolCall) -> ToolCall:
+            return evolve(call, encrypted_value=e.encrypted_value)
+
         for i in range(len(s.messages) - 1, s.base - 1, -1):
             holder = s.messages[i]
-            if isinstance(holder, AssistantMessage) and holder.tool_calls:
-                calls = holder.tool_calls
-                for n, call in enumerate(calls):
-                    if call.id == e.entity_id:
-                        stored = evolve(call, encrypted_value=e.encrypted_value)
-                        holder = evolve(holder, tool_calls=(*calls[:n], stored, *calls[n + 1 :]))
-                        return evolve(s, messages=s.messages.set(i, holder))
+            if isinstance(holder, AssistantMessage):
+                stored = with_call(holder, e.entity_id, store)
+                if stored is not None:
+                    return evolve(s, messages=s.messages.set(i, stored))
         raise StreamWarning(
             f"REASONING_ENCRYPTED_VALUE for tool call {e.entity_id!r}, which this run "
             "did not stream; the value was dropped"

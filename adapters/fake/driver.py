@@ -286,10 +286,11 @@ class FakeDriver(ResourceFactory[Resource]):
             stream.released -= 1
         r = stream.reply
         position = stream.position
-        if (r.fail_after is not None and position >= r.fail_after) or position >= len(r.events):
+        failed = r.fail_after is not None and position >= r.fail_after
+        if failed or position >= len(r.events):
             stream.closed = True
             self._streams.pop((id(stream.resource), stream.attempt), None)
-            if r.fail_after is not None and position >= r.fail_after:
+            if failed:
                 stream.resource.apply(i.AttemptFailed(stream.attempt, r.failure))
             else:
                 stream.resource.apply(i.StreamEnded(stream.attempt))
