@@ -15,7 +15,7 @@ from .json import JSON
 from .pvec import PVec
 from .state import Batch, State, Stream
 from .stream import WITH_CONTENT as _WITH_CONTENT
-from .stream import with_arguments, with_call
+from .stream import with_arguments
 from .wire.messages import AssistantMessage, Message
 
 __all__ = [
@@ -47,9 +47,13 @@ class MessageView(Sequence[Message]):
     __slots__ = ("_base", "_len", "_open")
 
     def __init__(self, base: PVec[Message], stream: Stream | None = None) -> None:
+        # Built on every read of ``messages``: plain slot stores, no helper calls.
         self._base = base
-        self._len = len(base)
-        self._open = _streaming(stream)
+        self._len = base._count  # len(base), without the dunder dispatch
+        # Only a stream with open messages or calls has text a read must join.
+        self._open = (
+            stream if stream is not None and (stream.open_texts or stream.open_calls) else None
+        )
 
     def __len__(self) -> int:
         return self._len
@@ -94,31 +98,14 @@ def _as_streamed(stream: Stream, index: int, message: Message) -> Message:
             break
     for c in stream.open_calls:
         if c.position == index and isinstance(message, AssistantMessage):
-            message = with_call(message, c.tool_call_id, with_arguments(c.rope.text())) or message
+            message = with_arguments(message, c.tool_call_id, c.rope.text())
     return message
-
-
-def _streaming(stream: Stream | None) -> Stream | None:
-    """``stream`` if it has open messages or calls (whose text a read must join), else None."""
-    return stream if stream is not None and (stream.open_texts or stream.open_calls) else None
 
 
 def messages(s: State) -> MessageView:
     """The committed history, plus what the run in progress has streamed so far."""
-    # Read after every event: the view is filled in directly, without a call to __init__.
     stream = s.draft
-    base = s.checkpoint.messages if stream is None else stream.messages
-    view: MessageView = _new(MessageView)
-    _set_base(view, base)
-    _set_len(view, base._count)  # len(base), without the dunder dispatch
-    _set_open(view, _streaming(stream))
-    return view
-
-
-_new = object.__new__
-_set_base = MessageView.__dict__["_base"].__set__
-_set_len = MessageView.__dict__["_len"].__set__
-_set_open = MessageView.__dict__["_open"].__set__
+    return MessageView(s.checkpoint.messages if stream is None else stream.messages, stream)
 
 
 def shared_state(s: State) -> JSON:

@@ -252,9 +252,23 @@ def with_call(
     return None
 
 
-def with_arguments(text: str) -> Callable[[ToolCall], ToolCall]:
-    """The change that sets a call's arguments to ``text``."""
-    return lambda call: _with_function(call, _with_call_arguments(call.function, text))
+def with_arguments(holder: AssistantMessage, tool_call_id: str, text: str) -> AssistantMessage:
+    """``holder`` with the arguments of its call ``tool_call_id`` set to ``text``.
+
+    Read after every argument delta of a streaming call, so the usual case (the
+    call is the holder's newest) is built directly, without a search.
+    """
+    calls = holder.tool_calls
+    if calls and calls[-1].id == tool_call_id:
+        call = calls[-1]
+        changed = _with_function(call, _with_call_arguments(call.function, text))
+        return _with_tool_calls(holder, (*calls[:-1], changed))
+    stored = with_call(
+        holder, tool_call_id, lambda c: _with_function(c, _with_call_arguments(c.function, text))
+    )
+    if stored is None:
+        raise ValueError(f"{holder.id!r} holds no tool call {tool_call_id!r}")
+    return stored
 
 
 _with_tool_calls = replacer(AssistantMessage, "tool_calls")
@@ -268,8 +282,7 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
         raise StreamViolation(f"end of tool call {tool_call_id!r}, which is not open")
     holder = s.messages[o.position]
     assert isinstance(holder, AssistantMessage)
-    closed = with_call(holder, tool_call_id, with_arguments(str(o.rope)))
-    assert closed is not None  # an open call always has its holder
+    closed = with_arguments(holder, tool_call_id, o.rope.text())  # an open call has its holder
     return evolve(
         s,
         messages=s.messages.set(o.position, closed),

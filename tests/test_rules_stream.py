@@ -385,6 +385,37 @@ def test_R_J2_tool_call_with_parent_attaches_to_the_open_text_message() -> None:
     ]
 
 
+def test_R_J2_two_calls_open_on_one_message_stream_their_arguments_apart() -> None:
+    """R-J2: parallel calls on one message: arguments interleave by id; a read shows each
+    call's arguments so far, and the older call closes first without touching the newer."""
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup", parentMessageId="m1"),
+            ev("TOOL_CALL_START", toolCallId="tc2", toolCallName="price", parentMessageId="m1"),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta='{"q":'),
+            ev("TOOL_CALL_ARGS", toolCallId="tc2", delta='{"id":'),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta=" 1}"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
+            ev("TOOL_CALL_ARGS", toolCallId="tc2", delta=" 2}"),
+        )
+    )
+    start(chat, driver)
+    feed(driver, 5)  # RUN_STARTED, both starts, the first delta of each
+    assert chat.messages[-1] == AssistantMessage(
+        id="m1", tool_calls=(call("tc1", "lookup", '{"q":'), call("tc2", "price", '{"id":'))
+    )
+    feed(driver, 2)  # the older call completes and closes while the newer one is open
+    assert chat.messages[-1] == AssistantMessage(
+        id="m1", tool_calls=(call("tc1", "lookup", '{"q": 1}'), call("tc2", "price", '{"id":'))
+    )
+    driver.release(100)
+    driver.run_until_idle()  # RUN_FINISHED closes the newer call
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(
+        id="m1", tool_calls=(call("tc1", "lookup", '{"q": 1}'), call("tc2", "price", '{"id": 2}'))
+    )
+
+
 def test_R_J2_tool_call_without_parent_gets_its_own_assistant_message() -> None:
     """R-J2: a call without parentMessageId is held by a new assistant message whose id
     is the tool call id; a text message before it is left alone."""
