@@ -127,13 +127,17 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
     node = doc
     for n in range(len(tokens) - 1):
         token = tokens[n]
-        if type(node) is FrozenDict and token in node:  # the common step, inlined
-            chain.append((node, token))
-            node = node[token]
-            continue
-        child = _child(node, token)
-        chain.append((node, token if isinstance(node, dict) else int(token)))
-        node = child
+        kind = type(node)
+        key: str | int
+        if kind is FrozenDict and token in node:  # type: ignore[operator]  # common, inlined
+            key = token
+        elif kind is PVec or kind is tuple:
+            key = _index(token, len(node), end_ok=False)  # type: ignore[arg-type]
+        else:
+            _child(node, token)  # raises, saying why
+            key = token  # a plain dict (not frozen JSON, but readable)
+        chain.append((node, key))
+        node = node[key]  # type: ignore[index]
     last = tokens[-1]
     new: JSON
     if isinstance(node, dict):
@@ -146,7 +150,9 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
         raise _Fail(f"cannot {op} {_short(last)} in a {type(node).__name__}")
     # Walk back up, copying each container with its one child replaced.
     for parent, key in reversed(chain):
-        if isinstance(key, str):
+        if type(parent) is PVec:
+            new = parent.set(key, new)  # type: ignore[arg-type]
+        elif isinstance(key, str):
             new = parent.set(key, new)  # type: ignore[union-attr, arg-type]
         else:
             new = _array_with(parent, key, "replace", new)  # type: ignore[arg-type]

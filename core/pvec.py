@@ -142,11 +142,9 @@ class PVec(Sequence[T]):
         """A new vector with ``item`` at ``index``: copies log32(n) nodes of <= 32 slots."""
         i = index if type(index) is int and 0 <= index < self._count else self._norm(index)
         if i >= self._count - len(self._tail):
-            tail = self._tail
-            j = i & _MASK
-            return PVec._make(
-                self._count, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :])
-            )
+            tail = list(self._tail)  # list, set, tuple: half the cost of slicing around j
+            tail[i & _MASK] = item
+            return PVec._make(self._count, self._shift, self._root, tuple(tail))
         return PVec._make(
             self._count, self._shift, _assoc(self._shift, self._root, i, item), self._tail
         )
@@ -222,9 +220,11 @@ def _push(level: int, parent: _Node, leaf_index: int, leaf: _Node) -> _Node:
 
 
 def _assoc(level: int, node: _Node, i: int, item: object) -> _Node:
+    """``node`` (at ``level``) with index ``i`` set to ``item``: copies one node per level."""
     sub = (i >> level) & _MASK
-    child = item if level == 0 else _assoc(level - _BITS, node[sub], i, item)
-    return (*node[:sub], child, *node[sub + 1 :])
+    copy = list(node)
+    copy[sub] = item if level == 0 else _assoc(level - _BITS, node[sub], i, item)
+    return tuple(copy)
 
 
 # Slot setters that bypass the blocked __setattr__ (about twice as fast as object.__setattr__).
