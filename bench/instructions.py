@@ -6,6 +6,9 @@ figure is the difference of two processes that build the same workload and
 state (``PYTHONHASHSEED=0``, same seeds), one of which then runs the part
 measured, so the setup cancels out. Report only: it counts no cache misses, and the
 targets stay the wall-clock ones of ``make bench``.
+
+A second table streams each kind of event of the mix alone (``workload.KINDS``),
+to show where the mix's cost comes from.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from . import stream, workload
 
@@ -27,9 +31,12 @@ _PARTS = ("built", "prepared", "floor", "decode", "bare", "observed")
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
-def main_child(part: str, events: int) -> None:
+MIX = "mix"
+
+
+def main_child(part: str, events: int, kind: str = MIX) -> None:
     """Build the workload, then run ``part`` of it (the child process's body)."""
-    lines = workload.content_mix(events)
+    lines = workload.content_mix(events) if kind == MIX else workload.kind_stream(kind, events)
     snapshot = workload.state_snapshot_line(workload.state_document())
     if part == "floor":
         import json
@@ -49,7 +56,7 @@ def main_child(part: str, events: int) -> None:
                 raise RuntimeError(f"the stream did not finish cleanly: {setup.chat.error!r}")
 
 
-def _count(part: str, events: int, valgrind: str) -> int:
+def _count(part: str, events: int, kind: str, valgrind: str) -> int:
     command = [
         valgrind,
         "--tool=cachegrind",
@@ -60,6 +67,7 @@ def _count(part: str, events: int, valgrind: str) -> int:
         "bench.instructions",
         part,
         str(events),
+        kind,
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
@@ -70,11 +78,18 @@ def _count(part: str, events: int, valgrind: str) -> int:
 
 
 def instruction_report(events: int = 10_000) -> str:
-    """The table, as text; a sentence instead when valgrind is not installed."""
+    """The tables, as text; a sentence instead when valgrind is not installed."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return "valgrind is not installed: the instruction counts need it (apt install valgrind)"
-    counts = {part: _count(part, events, valgrind) for part in _PARTS}
+    kind_events = max(events // 5, 400)
+    jobs = [(part, events, MIX) for part in _PARTS] + [
+        (part, kind_events, kind) for kind in workload.KINDS for part in _PARTS if part != "decode"
+    ]
+    # Counts do not depend on what else runs: use every core.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        done = dict(zip(jobs, pool.map(lambda job: _count(*job, valgrind), jobs), strict=True))
+    counts = {part: done[part, events, MIX] for part in _PARTS}
 
     def per_event(part: str, baseline: str) -> float:
         return (counts[part] - counts[baseline]) / events
@@ -93,11 +108,33 @@ def instruction_report(events: int = 10_000) -> str:
     ]
     for name, per in rows:
         out.append(f"{name:<32} {per:>20,.0f} {per / floor:>8.2f}x")
+    out += ["", *_by_kind(kind_events, done)]
     return "\n".join(out)
+
+
+def _by_kind(events: int, done: dict[tuple[str, int, str], int]) -> list[str]:
+    """Each kind of event of the mix streamed alone: instructions per event, and per
+    event in units of ``json.loads`` of its own lines."""
+    out = [
+        f"Each kind alone ({events:,} events, instructions per event; x = vs json.loads "
+        "of the same lines)",
+        f"{'kind':<18} {'json.loads':>11} {'apply()':>16} {'+ selectors':>16}",
+    ]
+    for kind in workload.KINDS:
+        c = {part: done[part, events, kind] for part in _PARTS if part != "decode"}
+        floor = (c["floor"] - c["built"]) / events
+        bare = (c["bare"] - c["prepared"]) / events
+        observed = (c["observed"] - c["prepared"]) / events
+        out.append(
+            f"{kind:<18} {floor:>11,.0f} {bare:>9,.0f} {bare / floor:>5.1f}x "
+            f"{observed:>9,.0f} {observed / floor:>5.1f}x"
+        )
+    return out
 
 
 if __name__ == "__main__":
     part, events = sys.argv[1], int(sys.argv[2])
+    kind = sys.argv[3] if len(sys.argv) > 3 else MIX
     if part not in _PARTS:
         raise SystemExit(f"unknown part {part!r}: one of {', '.join(_PARTS)}")
-    main_child(part, events)
+    main_child(part, events, kind)

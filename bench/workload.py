@@ -12,10 +12,12 @@ import random
 from typing import Any
 
 __all__ = [
+    "KINDS",
     "STATE_ITEMS",
     "content_mix",
     "dumps",
     "finished_line",
+    "kind_stream",
     "long_text",
     "started_line",
     "state_document",
@@ -191,6 +193,48 @@ def content_mix(
         lines.extend(cycle)
     assert len(lines) == count
     return lines
+
+
+KINDS = ("text deltas", "argument deltas", "state deltas", "starts and ends")
+"""The event kinds of :func:`content_mix`, each streamed alone by :func:`kind_stream`."""
+
+
+def kind_stream(kind: str, count: int, *, seed: int = 3) -> list[str]:
+    """About ``count`` content events of one of :data:`KINDS`, as the mix streams them:
+    deltas of one open message or call (after its start), patches on the 1 MB state, or
+    messages and calls that open and close at once. Every opened item is closed."""
+    if kind == "text deltas":
+        delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "word "}
+        start = {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}
+        end = {"type": "TEXT_MESSAGE_END", "messageId": "m1"}
+        return [dumps(start), *[dumps(delta)] * count, dumps(end)]
+    if kind == "argument deltas":
+        delta = {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '"q":1,'}
+        start = {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": REMOTE_TOOL}
+        end = {"type": "TOOL_CALL_END", "toolCallId": "c1"}
+        return [dumps(start), *[dumps(delta)] * count, dumps(end)]
+    if kind == "state deltas":
+        rng = random.Random(seed)
+        return [dumps({"type": "STATE_DELTA", "delta": _patch(rng, n)}) for n in range(count)]
+    if kind == "starts and ends":
+        lines = []
+        for n in range(count // 4):
+            mid, call = f"m{n}", f"call-{n}"
+            lines += [
+                dumps({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"}),
+                dumps({"type": "TEXT_MESSAGE_END", "messageId": mid}),
+                dumps(
+                    {
+                        "type": "TOOL_CALL_START",
+                        "toolCallId": call,
+                        "toolCallName": REMOTE_TOOL,
+                        "parentMessageId": mid,
+                    }
+                ),
+                dumps({"type": "TOOL_CALL_END", "toolCallId": call}),
+            ]
+        return lines
+    raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
 
 
 def long_text(count: int, message_id: str = "m1") -> list[str]:
