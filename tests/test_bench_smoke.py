@@ -21,6 +21,10 @@ def test_the_workload_is_well_formed_and_exactly_sized() -> None:
     for n in (1, 37, 2_000, 5_003):
         assert len(workload.content_mix(n)) == n
     assert len(workload.long_text(10)) == 12
+    for kind in workload.KINDS:
+        assert 40 <= len(workload.kind_stream(kind, 40)) <= 42  # deltas come with their start/end
+    with pytest.raises(ValueError, match="unknown kind"):
+        workload.kind_stream("pings", 10)
 
 
 def test_stream_benchmark_runs_in_both_modes() -> None:
@@ -67,5 +71,7 @@ def test_instruction_counts_run_their_parts_and_say_when_valgrind_is_missing(
 ) -> None:
     for part in ("built", "prepared", "floor", "decode", "bare", "observed"):
         instructions.main_child(part, 200)  # the child processes' bodies, without valgrind
+    for kind in workload.KINDS:  # each streams cleanly to its end (the child checks)
+        instructions.main_child("observed", 40, kind)
     monkeypatch.setattr(instructions.shutil, "which", lambda _: None)
     assert "valgrind is not installed" in instructions.instruction_report(200)
