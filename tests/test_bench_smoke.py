@@ -48,7 +48,8 @@ def test_http_benchmark_streams_over_loopback() -> None:
     r = http.measure(2_000, reps=1)
     # START, the deltas, END and RUN_FINISHED; the agent also sends a small STATE_SNAPSHOT.
     assert r.deltas == 2_000 and r.frames >= 2_003
-    for x in (r.parser_rate, r.parser_floor_rate, r.fake_rate, r.http_rate, r.http_total_rate):
+    rates = (r.parser_rate, r.parser_floor_rate, r.fake_rate, r.http_rate, r.http_total_rate)
+    for x in (*rates, r.http_share):
         assert sane(x)
 
 
