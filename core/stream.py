@@ -374,6 +374,11 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
         return evolve(s, messages=s.messages.append(msg))
     if e.replace is False:
         return s
+    if any(o.position == i for o in s.open_texts) or any(c.position == i for c in s.open_calls):
+        # Replacing it would leave its open deltas or call with nothing to go into.
+        raise StreamViolation(
+            f"ACTIVITY_SNAPSHOT for {e.message_id!r}, a message this run is still streaming"
+        )
     return evolve(s, messages=s.messages.set(i, msg))
 
 

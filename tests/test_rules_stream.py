@@ -873,6 +873,44 @@ def test_R_J2_bad_activity_delta_is_a_protocol_error(delta: dict[str, Any]) -> N
     assert_rolled_back(driver, chat, before)
 
 
+@pytest.mark.parametrize(
+    "opening",
+    [
+        pytest.param(
+            [
+                ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Partial"),
+            ],
+            id="open-text",
+        ),
+        pytest.param(
+            [ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup", parentMessageId="m1")],
+            id="open-call-holder",
+        ),
+    ],
+)
+def test_R_J2_activity_snapshot_replacing_a_streaming_message_is_a_protocol_error(
+    opening: list[dict[str, Any]],
+) -> None:
+    """R-J2, R-F6: an ACTIVITY_SNAPSHOT with the id of a message still streaming would
+    leave its deltas (or its open call) nowhere to go: the run fails with a ProtocolError
+    and rolls back, and an app reading the messages after every event sees no failure."""
+    driver, chat = chat_with(
+        succeed(
+            *opening,
+            ev("ACTIVITY_SNAPSHOT", messageId="m1", activityType="PLAN", content={"s": 1}),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
+        )
+    )
+    reads: list[Message | None] = []
+    chat.subscribe(lambda r: reads.append(r.messages[-1] if len(r.messages) else None))
+    before = start(chat, driver)
+    error = assert_rolled_back(driver, chat, before)
+    assert "still streaming" in str(error)
+    assert reads and chat.warnings == ()
+
+
 # -- R-J1: tolerance ------------------------------------------------------------------------
 
 
