@@ -11,6 +11,10 @@ every event. Whatever the sequence:
   ``ProtocolError`` and the checkpoint exactly as before (R-J2, R-F6);
 - a committed history goes out again as valid wire JSON in the next request,
   message for message.
+
+A second test varies how the run ends (a plain finish, an interrupt, a
+``RUN_ERROR``, a stream cut before its end, events after ``RUN_FINISHED``) and
+lets calls name a tool that runs locally.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, reply
-from interlude.adapters.fake.script import Request, finished, started
+from interlude.adapters.fake.script import Request, finished, interrupted, started
 from interlude.adapters.resource import Resource
-from interlude.core.errors import ProtocolError
+from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import thaw
 from interlude.core.wire.codec import decode_run_input
 
@@ -78,7 +82,7 @@ content_events = st.one_of(
     event(
         "TOOL_CALL_START",
         toolCallId=call_ids,
-        toolCallName=st.just("lookup"),
+        toolCallName=st.sampled_from(["lookup", "local"]),
         parentMessageId=st.none() | message_ids,
     ),
     event("TOOL_CALL_ARGS", toolCallId=call_ids, delta=deltas),
@@ -157,3 +161,62 @@ def test_R_J2_R_F6_any_content_sequence_commits_or_fails_cleanly(
     sent = decode_run_input(driver.requests[-1].json)
     assert list(sent.messages) == [*committed, sent.messages[-1]]
     assert chat.error is None, chat.error
+
+
+ENDINGS = ("finish", "interrupt", "run_error", "cut", "late_events")
+
+
+@settings(max_examples=300)
+@given(
+    events=st.lists(content_events, max_size=10),
+    ending=st.sampled_from(ENDINGS),
+    late=st.lists(content_events, min_size=1, max_size=2),
+)
+def test_R_J2_R_J3_any_content_then_any_ending_settles_without_a_crash(
+    events: list[dict[str, Any]], ending: str, late: list[dict[str, Any]]
+) -> None:
+    def run(req: Request) -> Any:
+        if ending == "interrupt":
+            ask = {"id": "approve", "reason": "input_required", "message": "ok?"}
+            return reply(started(req), *events, interrupted(req, ask))
+        if ending == "run_error":
+            return reply(started(req), *events, {"type": "RUN_ERROR", "message": "boom"})
+        if ending == "cut":
+            return reply(started(req), *events)  # no terminal event: retried
+        if ending == "late_events":
+            return reply(started(req), *events, finished(req), *late)
+        return reply(started(req), *events, finished(req))
+
+    calls: list[Any] = []
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))).then(run))
+    chat = driver.chat(state={"a": [1]}, local_tools={"local": calls.append})
+    seen: list[BaseException] = []
+
+    def observer(r: Resource) -> None:
+        try:
+            read_everything(r)
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+
+    chat.subscribe(observer)
+    chat.send("Go", message_id="u0")
+    before = chat.core_state.checkpoint
+    driver.run_until_idle()
+
+    assert seen == []
+    assert not chat.is_loading
+    error = chat.error
+    if isinstance(error, RunError):
+        assert ending == "run_error"
+    elif isinstance(error, ProtocolError):
+        # A violation in the content, or a late event after RUN_FINISHED (R-J3).
+        assert error.retryable is False
+    else:
+        assert error is None, error
+    if error is not None and ending != "late_events":
+        assert chat.core_state.checkpoint == before  # nothing of a failed run is kept
+    if chat.pending_interrupts is not None:
+        assert ending == "interrupt" and error is None
+    for request in driver.requests:  # every request, tool follow-ups included, is valid
+        decode_run_input(request.json)
