@@ -14,7 +14,7 @@ every event. Whatever the sequence:
 
 A second test varies how the run ends (a plain finish, an interrupt, a
 ``RUN_ERROR``, a stream cut before its end, events after ``RUN_FINISHED``) and
-lets calls name a tool that runs locally.
+lets calls name a tool that runs locally, on a chat and on a completion.
 """
 
 from __future__ import annotations
@@ -122,6 +122,23 @@ def read_everything(r: Resource) -> None:
     for message in r.messages:
         assert message.id
     _ = (r.is_loading, r.is_resuming, r.pending_interrupts, r.error, thaw(r.state), r.warnings)
+    _ = (r.output, r.input, r.attempts, r.is_retrying, r.needs_new_thread)
+
+
+def watched(resource: Resource) -> list[BaseException]:
+    """Subscribe an observer that reads everything; returns what it raised (the observer
+    re-raises too, so the resource records an ObserverError)."""
+    seen: list[BaseException] = []
+
+    def observer(r: Resource) -> None:
+        try:
+            read_everything(r)
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+
+    resource.subscribe(observer)
+    return seen
 
 
 @settings(max_examples=400)
@@ -134,16 +151,7 @@ def test_R_J2_R_F6_any_content_sequence_commits_or_fails_cleanly(
 
     driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))).then(run))
     chat = driver.chat(state={"a": [1]})
-    seen: list[BaseException] = []
-
-    def observer(r: Resource) -> None:
-        try:
-            read_everything(r)
-        except BaseException as exc:  # the test fails below, with the cause
-            seen.append(exc)
-            raise
-
-    chat.subscribe(observer)
+    seen = watched(chat)
     chat.send("Go", message_id="u0")
     before = chat.core_state.checkpoint
     driver.run_until_idle(follow_retries=False)
@@ -171,9 +179,10 @@ ENDINGS = ("finish", "interrupt", "run_error", "cut", "late_events")
     events=st.lists(content_events, max_size=10),
     ending=st.sampled_from(ENDINGS),
     late=st.lists(content_events, min_size=1, max_size=2),
+    kind=st.sampled_from(["chat", "completion"]),
 )
 def test_R_J2_R_J3_any_content_then_any_ending_settles_without_a_crash(
-    events: list[dict[str, Any]], ending: str, late: list[dict[str, Any]]
+    events: list[dict[str, Any]], ending: str, late: list[dict[str, Any]], kind: str
 ) -> None:
     def run(req: Request) -> Any:
         if ending == "interrupt":
@@ -189,18 +198,13 @@ def test_R_J2_R_J3_any_content_then_any_ending_settles_without_a_crash(
 
     calls: list[Any] = []
     driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))).then(run))
-    chat = driver.chat(state={"a": [1]}, local_tools={"local": calls.append})
-    seen: list[BaseException] = []
-
-    def observer(r: Resource) -> None:
-        try:
-            read_everything(r)
-        except BaseException as exc:
-            seen.append(exc)
-            raise
-
-    chat.subscribe(observer)
-    chat.send("Go", message_id="u0")
+    make = driver.completion if kind == "completion" else driver.chat
+    chat = make(state={"a": [1]}, local_tools={"local": calls.append})
+    seen = watched(chat)
+    if kind == "completion":
+        chat.set_input("Go")
+    else:
+        chat.send("Go", message_id="u0")
     before = chat.core_state.checkpoint
     driver.run_until_idle()
 
