@@ -33,6 +33,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from stream_events import content_events
 
 from interlude.adapters.fake import (
     FakeDriver,
@@ -134,7 +135,8 @@ class SafetyMachine(RuleBasedStateMachine):
         policy=st.sampled_from(["block", "cancel_expired"]),
     )
     def setup(self, max_attempts: int, policy: str) -> None:
-        self.plans: list[str] = []
+        # A plan names a scripted answer, or is a list of drawn content events to stream.
+        self.plans: list[str | list[dict[str, Any]]] = []
         self.batch_ids: set[str] = set()
         self.expiry_offset: float | None = None
         self.agent = ScriptedAgent(self.answer)
@@ -153,6 +155,8 @@ class SafetyMachine(RuleBasedStateMachine):
         self.check_request(req)
         plan = self.plans.pop(0) if self.plans else "success"
         n = len(self.agent.requests)
+        if isinstance(plan, list):
+            return reply(started(req), *plan, finished(req))
         if plan == "success":
             return reply(started(req), text(f"m{n}", "hello there", chunks=2), finished(req))
         if plan == "delta":
@@ -281,6 +285,11 @@ class SafetyMachine(RuleBasedStateMachine):
     def script_next_answer(self, plan: str) -> None:
         """Queue an answer for a later request (a retry, a follow-up)."""
         self.plans.append(plan)
+
+    @rule(events=st.lists(content_events, max_size=8))
+    def script_drawn_answer(self, events: list[dict[str, Any]]) -> None:
+        """Queue an answer streaming drawn content events, however wrong (then a finish)."""
+        self.plans.append(events)
 
     @rule(content=st.text(max_size=6), plan=plans, then=then_steps)
     def send(self, content: str, plan: str, then: str) -> None:

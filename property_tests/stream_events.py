@@ -1,0 +1,100 @@
+"""Hypothesis strategies for AG-UI content events in wire form, ids drawn to collide.
+
+Message and call ids come from small pools (``"c1"`` is both a call id and the id
+a parentless call's holder message gets), so a drawn stream keeps meeting the
+awkward cases: content for a closed message, a call whose parent is an activity,
+a snapshot replacing a message still streaming.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+__all__ = ["content_events", "event"]
+
+MESSAGE_IDS = ("m1", "m2", "c1")  # "c1" is also a call id: a parentless call's holder
+CALL_IDS = ("c1", "c2")
+ROLES = (None, "assistant", "user", "system", "developer")
+
+message_ids = st.sampled_from(MESSAGE_IDS)
+call_ids = st.sampled_from(CALL_IDS)
+deltas = st.sampled_from(["a", "b ", '{"q":', "1}"])
+small_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["x", "y"]),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("ab"), inner),
+    max_leaves=4,
+)
+patches = st.lists(
+    st.fixed_dictionaries(
+        {
+            "op": st.sampled_from(["add", "replace", "remove", "test"]),
+            "path": st.sampled_from(["/a", "/b", "/a/0", "/a/-", ""]),
+            "value": small_json,
+        }
+    ),
+    max_size=2,
+)
+
+
+def event(kind: str, **fields: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """``kind`` with its fields drawn; a field drawn as None is left out."""
+    return st.fixed_dictionaries(fields).map(
+        lambda f: {"type": kind, **{k: v for k, v in f.items() if v is not None}}
+    )
+
+
+wire_messages = st.lists(
+    st.one_of(
+        st.builds(lambda i: {"id": i, "role": "user", "content": "hi"}, message_ids),
+        st.builds(lambda i: {"id": i, "role": "assistant", "content": "yo"}, message_ids),
+    ),
+    max_size=3,
+)
+
+content_events = st.one_of(
+    event("TEXT_MESSAGE_START", messageId=message_ids, role=st.sampled_from(ROLES)),
+    event("TEXT_MESSAGE_CONTENT", messageId=message_ids, delta=deltas),
+    event("TEXT_MESSAGE_END", messageId=message_ids),
+    event("TEXT_MESSAGE_CHUNK", messageId=st.none() | message_ids, delta=st.none() | deltas),
+    event("REASONING_MESSAGE_START", messageId=message_ids, role=st.just("reasoning")),
+    event("REASONING_MESSAGE_CONTENT", messageId=message_ids, delta=deltas),
+    event("REASONING_MESSAGE_END", messageId=message_ids),
+    event("REASONING_MESSAGE_CHUNK", messageId=st.none() | message_ids, delta=st.none() | deltas),
+    event(
+        "TOOL_CALL_START",
+        toolCallId=call_ids,
+        toolCallName=st.sampled_from(["lookup", "local"]),
+        parentMessageId=st.none() | message_ids,
+    ),
+    event("TOOL_CALL_ARGS", toolCallId=call_ids, delta=deltas),
+    event("TOOL_CALL_END", toolCallId=call_ids),
+    event(
+        "TOOL_CALL_CHUNK",
+        toolCallId=st.none() | call_ids,
+        toolCallName=st.none() | st.just("lookup"),
+        parentMessageId=st.none() | message_ids,
+        delta=st.none() | deltas,
+    ),
+    event("TOOL_CALL_RESULT", messageId=message_ids, toolCallId=call_ids, content=st.just("ok")),
+    event("STATE_SNAPSHOT", snapshot=st.fixed_dictionaries({"a": st.lists(small_json)})),
+    event("STATE_DELTA", delta=patches),
+    event("MESSAGES_SNAPSHOT", messages=wire_messages),
+    event(
+        "ACTIVITY_SNAPSHOT",
+        messageId=message_ids,
+        activityType=st.just("PLAN"),
+        content=st.fixed_dictionaries({"a": small_json}),
+        replace=st.none() | st.booleans(),
+    ),
+    event("ACTIVITY_DELTA", messageId=message_ids, activityType=st.just("PLAN"), patch=patches),
+    event(
+        "REASONING_ENCRYPTED_VALUE",
+        subtype=st.sampled_from(["message", "tool-call", "other"]),
+        entityId=message_ids | call_ids,
+        encryptedValue=st.just("E"),
+    ),
+    event("STEP_STARTED", stepName=st.just("s")),
+    event("CUSTOM", name=st.just("n"), value=small_json),
+)
