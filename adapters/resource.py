@@ -149,7 +149,9 @@ class Resource:
         self.apply(i.Send(content, message_id))
 
     def set_messages(self, messages: Iterable[Message]) -> None:
-        self.apply(i.SetMessages(tuple(messages)))
+        # Read an iterator once, here; anything else goes on as given, to be refused.
+        listed = tuple(messages) if isinstance(messages, Iterable) else messages
+        self.apply(i.SetMessages(listed))
 
     def reload(self) -> bool:
         """Run again from the last user message; returns whether a run started."""

@@ -46,7 +46,7 @@ def check_entries(
         if fields is None:
             problems.append(f"entry {pos} is a {type(raw).__name__}, not a mapping")
             continue
-        unknown = sorted(k for k in fields if k not in _KEYS)
+        unknown = sorted((k for k in fields if k not in _KEYS), key=repr)  # keys of any type
         if unknown:
             problems.append(f"entry {pos} has unknown keys {unknown}")
         iid = fields.get("interrupt_id", fields.get("interruptId"))

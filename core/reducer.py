@@ -367,7 +367,12 @@ def _send(s: State, i: Send, now: float) -> Transition:
 
 def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
     _check_can_send(s, "set_messages")
-    messages = tuple(i.messages)
+    try:
+        messages = tuple(i.messages)
+    except TypeError:  # not iterable: a single message, None...
+        raise err.UsageError(
+            f"set_messages() takes a list of messages, not a {type(i.messages).__name__}"
+        ) from None
     for pos, m in enumerate(messages):
         if not isinstance(m, MESSAGE_TYPES):
             raise err.UsageError(
@@ -512,6 +517,11 @@ def _set_input(s: State, i: SetInput, now: float) -> Transition:
 
 
 def _configure(s: State, i: Configure, now: float) -> Transition:
+    if not isinstance(i.options, Options):
+        raise err.UsageError(
+            f"configure() takes an Options, not a {type(i.options).__name__}; "
+            "build one with interlude.core.Options(...)"
+        )
     if i.options.kind != s.options.kind:
         raise err.UsageError("a resource's kind cannot change; create another resource")
     return Transition(evolve(s, options=i.options))
