@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["content_events", "event"]
+__all__ = ["content_events", "event", "well_formed_events"]
 
 MESSAGE_IDS = ("m1", "m2", "c1")  # "c1" is also a call id: a parentless call's holder
 CALL_IDS = ("c1", "c2")
@@ -53,7 +53,7 @@ wire_messages = st.lists(
     max_size=3,
 )
 
-content_events = st.one_of(
+well_formed_events = st.one_of(
     event("TEXT_MESSAGE_START", messageId=message_ids, role=st.sampled_from(ROLES)),
     event("TEXT_MESSAGE_CONTENT", messageId=message_ids, delta=deltas),
     event("TEXT_MESSAGE_END", messageId=message_ids),
@@ -98,3 +98,20 @@ content_events = st.one_of(
     event("STEP_STARTED", stepName=st.just("s")),
     event("CUSTOM", name=st.just("n"), value=small_json),
 )
+
+
+def _junked(draw: st.DrawFn) -> dict[str, Any]:
+    """A well-formed event with one field set to a value of a wrong kind, or dropped."""
+    e = dict(draw(well_formed_events))
+    key = draw(st.sampled_from(sorted(e)))
+    if draw(st.booleans()):
+        del e[key]
+    else:
+        e[key] = draw(st.one_of(st.integers(), st.just([]), st.just({}), st.floats()))
+    return e
+
+
+content_events = st.integers(0, 9).flatmap(
+    lambda n: well_formed_events if n else st.composite(_junked)()
+)
+"""Content events, one in ten with a field of the wrong kind or missing (even ``type``)."""
