@@ -45,13 +45,43 @@ def event(kind: str, **fields: Any) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+wire_calls = st.lists(
+    st.builds(
+        lambda cid, args: {
+            "id": cid,
+            "type": "function",
+            "function": {"name": "lookup", "arguments": args},
+        },
+        call_ids,
+        st.sampled_from(['{"q": 1}', "{", ""]),
+    ),
+    max_size=2,
+)
 wire_messages = st.lists(
     st.one_of(
         st.builds(lambda i: {"id": i, "role": "user", "content": "hi"}, message_ids),
-        st.builds(lambda i: {"id": i, "role": "assistant", "content": "yo"}, message_ids),
+        st.builds(
+            lambda i, calls: {"id": i, "role": "assistant", "content": "yo", "toolCalls": calls},
+            message_ids,
+            wire_calls,
+        ),
+        st.builds(
+            lambda i, c: {"id": i, "role": "tool", "content": "r", "toolCallId": c},
+            message_ids,
+            call_ids,
+        ),
+        st.builds(lambda i: {"id": i, "role": "reasoning", "content": "hm"}, message_ids),
+        st.builds(
+            lambda i: {"id": i, "role": "activity", "activityType": "PLAN", "content": {}},
+            message_ids,
+        ),
+        st.builds(lambda i: {"id": i, "role": "narrator", "content": 1}, message_ids),
+        st.builds(lambda i: {"id": i, "role": "user", "content": [{"type": "text"}]}, message_ids),
     ),
     max_size=3,
 )
+"""Messages of every role (an unknown one included) with ids that collide with the
+stream's; the assistant's calls may have unreadable arguments."""
 
 well_formed_events = st.one_of(
     event("TEXT_MESSAGE_START", messageId=message_ids, role=st.sampled_from(ROLES)),
