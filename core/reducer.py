@@ -376,7 +376,7 @@ def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
     for pos, m in enumerate(messages):
         if not isinstance(m, MESSAGE_TYPES):
             raise err.UsageError(
-                f"set_messages() item {pos} is a {type(m).__name__}; "
+                f"set_messages() item {pos} is not a message ({type(m).__name__}); "
                 "build messages with interlude.core.wire (UserMessage, ...)"
             )
     tx = _Tx(s)

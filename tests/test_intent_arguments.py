@@ -38,7 +38,7 @@ CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
     ),
     "set_messages(an iterator of non-messages)": (
         lambda r: r.set_messages(iter([1])),
-        "item 0 is a int",
+        r"item 0 is not a message \(int\)",
     ),
 }
 
