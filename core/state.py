@@ -249,18 +249,8 @@ def replacer(cls: type[_T], field: str) -> Callable[[_T, Any], _T]:
 
 
 def _copier(cls: type[_T]) -> Callable[[_T, dict[str, Any]], _T]:
-    """A generated ``attrs.evolve`` for one class: checks names, then copies once.
-
-    It stores values as given, so it serves only classes with nothing to run on
-    construction: a validator, converter or post-init hook added later must fail here,
-    at import, rather than be skipped silently.
-    """
-    fields = attrs.fields(cls)  # type: ignore[arg-type]
-    if hasattr(cls, "__attrs_post_init__") or any(
-        a.validator is not None or a.converter is not None for a in fields
-    ):
-        raise TypeError(f"{cls.__name__} checks its fields: use attrs.evolve for it")
-    names = frozenset(a.name for a in fields)
+    """A generated ``attrs.evolve`` for one class: checks names, then copies once."""
+    names = frozenset(a.name for a in attrs.fields(cls))  # type: ignore[arg-type]
     check = "    if not changes.keys() <= _fields:\n        _unknown(_cls, changes)\n"
     fn: Callable[[_T, dict[str, Any]], _T] = _generate(
         cls,
@@ -283,7 +273,17 @@ def _generate(
 ) -> Any:
     """A function ``copy(params)`` returning a new ``cls``: a slotted class gets each field
     stored from ``value_of(field)``; a dict-backed one a copy of ``old.__dict__`` changed
-    by the statement ``update`` (on ``d``). Generated from field names only."""
+    by the statement ``update`` (on ``d``). Generated from field names only.
+
+    The copy stores values as given, so it serves only classes with nothing to run on
+    construction: one with a validator, converter or post-init hook is refused here, at
+    import, rather than have its checks skipped silently.
+    """
+    if hasattr(cls, "__attrs_post_init__") or any(
+        a.validator is not None or a.converter is not None
+        for a in attrs.fields(cls)  # type: ignore[arg-type]
+    ):
+        raise TypeError(f"{cls.__name__} checks its fields: use attrs.evolve for it")
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set_dict": _set_dict}
     env.update(names or {})
     if "__slots__" in cls.__dict__:
