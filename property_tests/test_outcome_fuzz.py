@@ -15,12 +15,12 @@ Whatever it draws:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from interlude.adapters.agent_scenarios import rfc3339
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, reply
 from interlude.adapters.fake.script import Request, finished, started, tool_call
 from interlude.core.errors import InterludeError, ProtocolError
@@ -41,10 +41,6 @@ def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any], odds: int)
     return st.integers(0, odds).flatmap(lambda n: good if n else bad)
 
 
-def format_rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).isoformat().replace("+00:00", "Z")
-
-
 def field(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """A field's value: mostly one of ``values``, else junk or left out (one draw in
     twenty), so that many outcomes hold an invalid field and many are fully valid."""
@@ -53,7 +49,7 @@ def field(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 def expiries(now: float) -> st.SearchStrategy[str]:
     """Mostly valid instants (in an hour, a minute, or already past), else broken ones."""
-    valid = st.sampled_from([3600.0, 60.0, -60.0]).map(lambda d: format_rfc3339(now + d))
+    valid = st.sampled_from([3600.0, 60.0, -60.0]).map(lambda d: rfc3339(now + d))
     return mostly(valid, st.sampled_from(["tomorrow", "2027-01-01T00:00:00"]), 3)
 
 

@@ -21,7 +21,6 @@ Rules named: R-A2, R-B2, R-B5, R-C2, R-F3, R-F6, R-H1 (see each check).
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from typing import Any
 
 import hypothesis.strategies as st
@@ -35,6 +34,7 @@ from hypothesis.stateful import (
 )
 from stream_events import content_events
 
+from interlude.adapters.agent_scenarios import rfc3339
 from interlude.adapters.fake import (
     FakeDriver,
     Reply,
@@ -171,7 +171,7 @@ class SafetyMachine(RuleBasedStateMachine):
             ids = ["a"] if plan == "interrupt" else ["a", "b"]
             items: list[dict[str, Any]] = [{"id": x, "reason": "input_required"} for x in ids]
             if plan == "interrupt_expiring":
-                items[0]["expiresAt"] = format_rfc3339(self.driver.now() + 20)
+                items[0]["expiresAt"] = rfc3339(self.driver.now() + 20)
             return reply(
                 started(req), text(f"m{n}", "question", chunks=2), interrupted(req, *items)
             )
@@ -404,10 +404,6 @@ class SafetyMachine(RuleBasedStateMachine):
             self.driver.run_until_idle(max_steps=2_000)
         for _ in range(steps if steps < 1000 else 0):
             self.driver.step()
-
-
-def format_rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def _is_run_finished(data: str) -> bool:
