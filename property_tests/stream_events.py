@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["content_events", "event", "well_formed_events"]
+__all__ = ["content_events", "event", "small_json", "well_formed_events"]
 
 MESSAGE_IDS = ("m1", "m2", "c1")  # "c1" is also a call id: a parentless call's holder
 CALL_IDS = ("c1", "c2")

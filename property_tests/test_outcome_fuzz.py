@@ -19,6 +19,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stream_events import small_json
 
 from interlude.adapters.agent_scenarios import rfc3339
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, reply
@@ -27,11 +28,6 @@ from interlude.core.errors import InterludeError, ProtocolError
 
 IDS = st.sampled_from(["a", "b", "c", "d", ""])
 junk = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just([]), st.just({}))
-small_json = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("ab"), inner),
-    max_leaves=4,
-)
 MISSING = object()
 
 
