@@ -101,7 +101,7 @@ class SSEParser:
             self._head = b""
             if chunk.startswith(_BOM):
                 chunk = chunk[len(_BOM) :]
-        if self._skip_lf:
+        if self._skip_lf and chunk:  # an empty chunk does not end the CRLF wait
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]

@@ -117,6 +117,12 @@ def test_cr_then_lf_in_the_next_chunk_is_one_line_end() -> None:
     assert events(b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n") == [msg("a\nb")]
 
 
+def test_an_empty_chunk_between_cr_and_lf_keeps_them_one_line_end() -> None:
+    # R-J4: a transport may deliver empty chunks; they must not split a CRLF in two.
+    assert events(b"data: a\r", b"", b"\ndata: b\n\n") == [msg("a\nb")]
+    assert events(b"data: a\r", b"", b"", b"\n\n") == [msg("a")]
+
+
 def test_cr_then_cr_lf_is_two_line_ends() -> None:
     assert events(b"data: a\r", b"\r\n") == [msg("a")]
     assert events(b"data: a\r\r\n") == [msg("a")]
