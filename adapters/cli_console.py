@@ -29,11 +29,13 @@ _CONTROLS: Final = {
     **{c: f"^{chr(c + 64)}" for c in range(0x20) if chr(c) not in "\n\t"},
     0x7F: "^?",
     **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
+    # A lone surrogate (half an emoji an agent split) has no UTF-8 form: printing it raises.
+    **{c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)},
 }
 
 
 def visible(text: str) -> str:
-    """``text`` with control characters shown as ``^[``-style escapes.
+    """``text`` with control characters shown as ``^[``-style escapes, lone surrogates as ``\\u``.
 
     Everything printed comes from the network (agent text, schemas, error
     bodies): an escape sequence in it must not move the cursor, retitle the

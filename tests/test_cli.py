@@ -24,6 +24,7 @@ import trio
 
 from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
 from interlude.adapters.cli import ChatConfig, run_chat
+from interlude.adapters.cli_console import Console
 from interlude.adapters.cli_session import describe_error
 from interlude.core.errors import TransportError
 
@@ -451,3 +452,13 @@ def test_control_characters_from_the_network_are_shown_not_obeyed() -> None:
     assert code == 0
     assert "agent> You said: hi ^[]52;c;aGk=^G and ^[[2J^M done" in out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_a_lone_surrogate_from_the_network_is_shown_escaped_not_a_crash() -> None:
+    out = io.StringIO()
+    # A strict UTF-8 stream, as a terminal's stdout is: the raw character would raise.
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    console = Console(strict, out)
+    console.line("smile \ud83d")
+    strict.flush()
+    assert strict.buffer.getvalue() == b"smile \\ud83d\n"  # type: ignore[attr-defined]
