@@ -19,7 +19,7 @@ import attrs
 from interlude.core import inputs as i
 from interlude.core import selectors as sel
 from interlude.core.commands import Command, StartAttempt
-from interlude.core.errors import InterludeError
+from interlude.core.errors import InterludeError, TransportError
 from interlude.core.json import JSON
 from interlude.core.options import Options, ResourceKind
 from interlude.core.reducer import Transition, initial_state, step
@@ -28,7 +28,14 @@ from interlude.core.state import Batch, State
 from interlude.core.wire.messages import Message
 from interlude.core.wire.run_input import Tool
 
-__all__ = ["Driver", "Observer", "Resource", "ResourceFactory", "with_local_tools"]
+__all__ = [
+    "Driver",
+    "Observer",
+    "Resource",
+    "ResourceFactory",
+    "unwritable_request",
+    "with_local_tools",
+]
 
 Observer = Callable[["Resource"], None]
 
@@ -270,6 +277,18 @@ class ResourceFactory(Generic[R]):
         state: Any,
     ) -> R:
         raise NotImplementedError
+
+
+def unwritable_request(problem: Exception) -> TransportError:
+    """The failure a driver reports when a request has no JSON text (nothing was sent).
+
+    Not retryable: the same request would fail the same way.
+    """
+    return TransportError(
+        f"{problem}; nothing was sent. Replace the value that has no JSON form "
+        "(set_messages, set_state or configure) and run again",
+        retryable=False,
+    )
 
 
 def with_local_tools(

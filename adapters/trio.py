@@ -49,10 +49,10 @@ from interlude.core.json import thaw
 from interlude.core.options import Options
 from interlude.core.reducer import Transition
 from interlude.core.state import Batch
-from interlude.core.wire.codec import dumps, encode_run_input
+from interlude.core.wire.codec import WireError, encode_request
 from interlude.core.wire.messages import Message
 
-from .resource import Resource, ResourceFactory
+from .resource import Resource, ResourceFactory, unwritable_request
 
 __all__ = ["AsyncDriver", "AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
 
@@ -302,10 +302,14 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
             with scope:
                 if scope.cancel_called:
                     return  # aborted before it started
+                try:
+                    body = encode_request(c.run_input)
+                except WireError as exc:
+                    resource.apply(i.AttemptFailed(c.attempt, unwritable_request(exc)))
+                    return
                 resource.apply(i.SendStarting(c.attempt))
                 if scope.cancel_called:
                     return  # the reducer withdrew it: send nothing
-                body = dumps(encode_run_input(c.run_input)).encode("utf-8")
                 await self._stream(resource, c.attempt, body, scope, books.attempts)
         finally:
             if books.attempts.get(c.attempt) is scope:

@@ -22,6 +22,7 @@ from .pvec import PVec
 
 __all__ = [
     "JSON",
+    "MAX_INT_DIGITS",
     "FrozenDict",
     "NotJSONError",
     "freeze",
@@ -113,9 +114,12 @@ def _escape(token: str) -> str:
 def freeze(value: object, *, max_depth: int = 512) -> JSON:
     """Check that ``value`` is JSON and return a deeply immutable copy.
 
-    Rejects NaN and infinities, non-string keys, cycles, and every non-JSON
-    type (bytes, sets, datetimes, callables, custom objects). Frozen parts are
-    reused as they are, so freezing is O(size of the unfrozen parts).
+    Rejects NaN and infinities, integers of more than :data:`MAX_INT_DIGITS`
+    digits, non-string keys, cycles, and every non-JSON type (bytes, sets,
+    datetimes, callables, custom objects). Frozen parts are reused as they
+    are, so freezing is O(size of the unfrozen parts). A string that is not
+    valid Unicode (a lone surrogate) is kept: it goes out as its ``\\u`` escape,
+    as JSON allows (see :func:`~interlude.core.wire.encode_json`).
     """
     try:
         return _freeze(value, 0, max_depth, set())
@@ -132,10 +136,20 @@ class _Fail(Exception):
         self.tokens: list[str | int] = []
 
 
+MAX_INT_DIGITS = 4300
+"""The longest integer freeze() accepts, in decimal digits: Python's default limit
+for converting an int to text, so that every frozen value can be written as JSON."""
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
 def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
     t = type(value)
-    if value is None or t is str or t is int or t is bool or t is FrozenDict:
+    if value is None or t is str or t is bool or t is FrozenDict:
         return value  # type: ignore[no-any-return]
+    if t is int:
+        if -_INT_BOUND < value < _INT_BOUND:
+            return value  # type: ignore[no-any-return]
+        raise _Fail(f"an integer of more than {MAX_INT_DIGITS} digits cannot be written as JSON")
     if t is float:
         if not math.isfinite(value):
             raise _Fail(f"{value!r} has no JSON form")
@@ -170,7 +184,7 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
         same = all(a is b for a, b in zip(frozen, value, strict=True))
         return value if same else PVec.from_iterable(frozen)
     if isinstance(value, int):  # int subclasses such as IntEnum
-        return int(value)
+        return _freeze(int(value), depth, max_depth, active)
     if isinstance(value, str):  # StrEnum and other str subclasses
         return str(value)
     if isinstance(value, float):

@@ -31,9 +31,11 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.resource import Resource
 from interlude.adapters.trio import AsyncResource, ToolSignal, TrioDriver
+from interlude.core import inputs as i
 from interlude.core.errors import BatchExpiredError, TransportError
-from interlude.core.json import freeze
+from interlude.core.json import MAX_INT_DIGITS, FrozenDict, freeze
 from interlude.core.options import Options, RetryPolicy
+from interlude.core.wire import StateSnapshot
 from interlude.core.wire.codec import decode_run_input
 
 # -- a scripted, in-process transport ---------------------------------------------------
@@ -425,6 +427,51 @@ def test_a_non_retryable_transport_error_surfaces_in_error() -> None:
 
     run_mock(main)
     assert len(transport.requests) == 1
+
+
+def test_a_split_emoji_goes_back_whole_and_an_unwritable_request_fails_the_run() -> None:
+    """Half a UTF-16 pair per delta is sent back as its escape; a value with no JSON
+    text (an oversized integer from a typed event) fails the run, and the driver lives."""
+
+    def split(req: Request) -> list[Any]:
+        return [
+            started(req),
+            {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "smile \ud83d"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "\ude00"},
+            {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+            finished(req),
+        ]
+
+    def slow(req: Request) -> list[Any]:
+        return [started(req), Sleep(1), finished(req)]
+
+    transport = ScriptedTransport(split, slow)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+                chat.send("smile")
+                await chat.wait_idle()
+                assert chat.messages[-1].content == "smile \ud83d\ude00"
+                chat.send("again")
+                await until(lambda: chat.core_state.draft is not None)
+                assert transport.bodies[1]["messages"][1]["content"] == "smile \U0001f600"
+                run = chat.core_state.run
+                assert run is not None and run.attempt is not None
+                huge = FrozenDict(n=10**MAX_INT_DIGITS)
+                chat.apply(i.EventReceived(run.attempt.id, StateSnapshot(snapshot=huge)))
+                await chat.wait_idle()
+                assert chat.error is None
+                chat.send("once more")
+                await chat.wait_idle()
+                error = chat.error
+                assert isinstance(error, TransportError) and not error.retryable
+                assert "cannot be written as JSON" in str(error)
+                assert len(transport.requests) == 2  # nothing went out
+
+    run_mock(main)
 
 
 # -- stop, thread changes, shutdown ----------------------------------------------------------

@@ -41,10 +41,10 @@ from interlude.core.commands import (
 )
 from interlude.core.json import thaw
 from interlude.core.options import Options
-from interlude.core.wire.codec import dumps, encode_event, encode_run_input
+from interlude.core.wire.codec import WireError, dumps, encode_event, encode_request
 from interlude.core.wire.messages import Message
 
-from ..resource import Resource, ResourceFactory
+from ..resource import Resource, ResourceFactory, unwritable_request
 from .script import Reply, Request
 
 __all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction"]
@@ -263,10 +263,14 @@ class FakeDriver(ResourceFactory[Resource]):
         key = (id(resource), c.attempt)
         if key in self._aborted:
             return False
+        try:
+            body = encode_request(c.run_input).decode("utf-8")  # the text that goes out
+        except WireError as exc:
+            resource.apply(i.AttemptFailed(c.attempt, unwritable_request(exc)))
+            return True
         resource.apply(i.SendStarting(c.attempt))
         if key in self._aborted:
             return True  # the reducer withdrew it (expiry found before the send)
-        body = dumps(encode_run_input(c.run_input))
         reply = self.agent.answer(Request(attempt=c.attempt, run_input=c.run_input, body=body))
         if reply.fail_before_send is not None:
             resource.apply(i.AttemptFailed(c.attempt, reply.fail_before_send))

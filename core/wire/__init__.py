@@ -13,7 +13,9 @@ from .codec import (
     decode_run_input,
     dumps,
     encode_event,
+    encode_json,
     encode_message,
+    encode_request,
     encode_run_input,
 )
 from .events import (
@@ -152,6 +154,8 @@ __all__ = [
     "decode_run_input",
     "dumps",
     "encode_event",
+    "encode_json",
     "encode_message",
+    "encode_request",
     "encode_run_input",
 ]

@@ -58,7 +58,9 @@ __all__ = [
     "decode_run_input",
     "dumps",
     "encode_event",
+    "encode_json",
     "encode_message",
+    "encode_request",
     "encode_run_input",
 ]
 
@@ -835,3 +837,22 @@ def dumps(obj: object) -> str:
     return json.dumps(
         obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=json_default
     )
+
+
+def encode_json(obj: object) -> bytes:
+    """:func:`dumps` as UTF-8 bytes, the form a request body takes.
+
+    A lone surrogate (say, half of an emoji's ``\\u`` pair that an agent split
+    across two deltas) has no UTF-8 form. It can only sit inside a JSON string,
+    where ``backslashreplace`` writes exactly its JSON escape: it goes back as
+    it came, and the halves join again on the other side.
+    """
+    return dumps(obj).encode("utf-8", "backslashreplace")
+
+
+def encode_request(inp: RunAgentInput) -> bytes:
+    """The request body of ``inp``; :class:`WireError` if some value has no JSON text."""
+    try:
+        return encode_json(encode_run_input(inp))
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise WireError(f"the request cannot be written as JSON: {_short(str(exc), 160)}") from None

@@ -1,0 +1,138 @@
+"""Values with no JSON text never reach a request, and never crash a driver.
+
+Python holds two kinds of value that ``json.dumps(...).encode("utf-8")`` cannot
+write: integers past Python's digit limit for ``int -> str`` and strings holding a
+lone surrogate. The first is refused where it comes in (R-B2 for a resume; a
+``UsageError`` elsewhere). The second is text an agent may well send, half an
+emoji's ``\\u`` pair in one delta, so it is kept and goes back out as its
+``\\u`` escape, as JSON allows. Anything else that still cannot be written ends
+the run with a non-retryable ``TransportError``; nothing is sent or lost.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any
+
+import pytest
+
+from interlude.adapters.fake import (
+    FakeDriver,
+    ScriptedAgent,
+    finished,
+    held,
+    interrupted,
+    reply,
+    started,
+)
+from interlude.adapters.fake.script import Request
+from interlude.core import inputs as i
+from interlude.core.errors import InvalidResumeError, TransportError, UsageError
+from interlude.core.json import MAX_INT_DIGITS, FrozenDict, NotJSONError, freeze
+from interlude.core.wire import StateSnapshot, WireError, encode_json, encode_request
+from interlude.core.wire.run_input import RunAgentInput
+
+HUGE = 10**MAX_INT_DIGITS  # MAX_INT_DIGITS + 1 digits
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+def finish(req: Request) -> Any:
+    return reply(started(req), finished(req))
+
+
+def test_freeze_takes_integers_up_to_the_digit_limit_and_refuses_longer_ones() -> None:
+    assert freeze({"n": HUGE - 1})["n"] == HUGE - 1  # type: ignore[index]
+    assert freeze([-(HUGE - 1)]) == (-(HUGE - 1),)
+    assert freeze(Level.HIGH) == 3 and type(freeze(Level.HIGH)) is int
+    with pytest.raises(NotJSONError, match=f"/a/0: an integer of more than {MAX_INT_DIGITS}"):
+        freeze({"a": [HUGE]})
+    with pytest.raises(NotJSONError, match="integer of more than"):
+        freeze(-HUGE)
+
+
+def test_a_resume_payload_with_an_oversized_integer_is_an_invalid_resume() -> None:
+    """R-B2: a payload with no JSON form is refused at the call; nothing is claimed."""
+    ask = {"id": "q", "reason": "input_required"}
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
+    chat = driver.chat()
+    chat.send("Go")
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    before = chat.core_state
+    with pytest.raises(InvalidResumeError, match="payload that is not JSON"):
+        chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": HUGE}])
+    assert chat.core_state is before and not chat.is_resuming
+
+
+def test_set_state_with_an_oversized_integer_is_a_usage_error() -> None:
+    chat = FakeDriver(ScriptedAgent(finish)).chat()
+    before = chat.core_state
+    with pytest.raises(UsageError, match="integer of more than"):
+        chat.set_state({"n": HUGE})
+    assert chat.core_state is before
+
+
+def test_a_lone_surrogate_goes_out_as_its_json_escape() -> None:
+    assert encode_json({"t": "a\ud83d"}) == b'{"t":"a\\ud83d"}'
+    assert encode_json({"t": "caf\u00e9 \U0001f600"}) == '{"t":"café 😀"}'.encode()
+    assert json.loads(encode_json("\ud83d" + "\ude00")) == "\U0001f600"
+
+
+def test_an_emoji_split_across_two_deltas_is_sent_back_whole() -> None:
+    """An agent that splits a UTF-16 pair between deltas gets the same text back."""
+
+    def split(req: Request) -> Any:
+        return reply(
+            started(req),
+            '{"type":"TEXT_MESSAGE_START","messageId":"a1","role":"assistant"}',
+            '{"type":"TEXT_MESSAGE_CONTENT","messageId":"a1","delta":"smile \\ud83d"}',
+            '{"type":"TEXT_MESSAGE_CONTENT","messageId":"a1","delta":"\\ude00!"}',
+            '{"type":"TEXT_MESSAGE_END","messageId":"a1"}',
+            finished(req),
+        )
+
+    driver = FakeDriver(ScriptedAgent(finish).then(split))
+    chat = driver.chat()
+    chat.send("Smile")
+    driver.run_until_idle()
+    assert chat.error is None and chat.messages[-1].content == "smile \ud83d\ude00!"
+    chat.send("Again")
+    driver.run_until_idle()
+    assert chat.error is None
+    sent = driver.requests[-1]
+    assert "smile \\ud83d\\ude00!" in sent.body
+    assert sent.json["messages"][1]["content"] == "smile \U0001f600!"
+
+
+def test_a_request_with_no_json_text_fails_the_run_without_crashing_the_driver() -> None:
+    """An adapter's typed event can carry what freeze() would refuse; the send reports it."""
+    driver = FakeDriver(ScriptedAgent(lambda req: held(started(req), finished(req))).then(finish))
+    chat = driver.chat()
+    chat.send("Load")
+    driver.step()  # the request goes out
+    driver.release()
+    driver.step()  # RUN_STARTED
+    run = chat.core_state.run
+    assert run is not None and run.attempt is not None
+    chat.apply(i.EventReceived(run.attempt.id, StateSnapshot(snapshot=FrozenDict(n=HUGE))))
+    driver.release()
+    driver.run_until_idle()
+    assert chat.error is None and len(chat.messages) == 1
+    chat.send("Next")
+    driver.run_until_idle()  # must not raise
+    error = chat.error
+    assert isinstance(error, TransportError) and not error.retryable
+    assert "cannot be written as JSON" in str(error) and "nothing was sent" in str(error)
+    assert len(driver.requests) == 1  # the second request never went out
+    assert [m.content for m in chat.messages] == ["Load", "Next"] and not chat.is_loading
+
+
+def test_encode_request_names_the_problem() -> None:
+    inp = RunAgentInput(thread_id="t", run_id="r", state=FrozenDict(n=HUGE))
+    with pytest.raises(WireError, match="the request cannot be written as JSON"):
+        encode_request(inp)
