@@ -11,7 +11,7 @@ re-entered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -19,13 +19,13 @@ import attrs
 from interlude.core import inputs as i
 from interlude.core import selectors as sel
 from interlude.core.commands import Command, StartAttempt
-from interlude.core.errors import InterludeError, TransportError
+from interlude.core.errors import InterludeError, TransportError, UsageError
 from interlude.core.json import JSON
 from interlude.core.options import Options, ResourceKind
 from interlude.core.reducer import Transition, initial_state, step
 from interlude.core.selectors import MessageView
 from interlude.core.state import Batch, State
-from interlude.core.wire.messages import Message
+from interlude.core.wire.messages import Message, UserMessage
 from interlude.core.wire.run_input import Tool
 
 __all__ = [
@@ -151,14 +151,23 @@ class Resource:
 
     # -- intents ---------------------------------------------------------------------
 
-    def send(self, content: str | Sequence[Any], *, message_id: str | None = None) -> None:
-        """Append a user message and run (superseding a run in progress)."""
+    def send(
+        self,
+        content: str | UserMessage | Sequence[Mapping[str, Any]],
+        *,
+        message_id: str | None = None,
+    ) -> None:
+        """Append a user message and run (superseding a run in progress).
+
+        ``content`` is text, a :class:`~interlude.core.wire.UserMessage` (sent as
+        it is, id included) or a list of AG-UI content parts.
+        """
         self.apply(i.Send(content, message_id))
 
     def set_messages(self, messages: Iterable[Message]) -> None:
-        # Read an iterator once, here; anything else goes on as given, to be refused.
-        listed = tuple(messages) if isinstance(messages, Iterable) else messages
-        self.apply(i.SetMessages(listed))
+        # Read an iterator once, here; anything else goes on as given, to be checked.
+        listed = tuple(messages) if isinstance(messages, Iterator) else messages
+        self.apply(i.SetMessages(listed))  # type: ignore[arg-type]  # the reducer checks it
 
     def reload(self) -> bool:
         """Run again from the last user message; returns whether a run started."""
@@ -186,6 +195,10 @@ class Resource:
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(resource)`` after every committed change; returns unsubscribe."""
+        if not callable(observer):
+            raise UsageError(
+                f"subscribe() takes a callable, observer(resource), not {type(observer).__name__}"
+            )
         self._observers = (*self._observers, observer)
 
         def unsubscribe() -> None:
@@ -299,6 +312,11 @@ def with_local_tools(
     A local tool not declared in ``options.tools`` is declared with its
     docstring as the description.
     """
+    if not isinstance(options, Options):
+        raise UsageError(
+            f"a resource takes an Options, not a {type(options).__name__}; "
+            "build one with interlude.core.Options(...)"
+        )
     declared = {t.name for t in options.tools}
     extra = tuple(
         Tool(name=name, description=(fn.__doc__ or name).strip())

@@ -18,7 +18,7 @@ import attrs
 from .errors import ProtocolError, TransportError
 from .options import Options
 from .wire.events import Event
-from .wire.messages import Message
+from .wire.messages import Message, UserMessage
 
 __all__ = [
     "AttemptFailed",
@@ -48,9 +48,13 @@ __all__ = [
 
 @attrs.frozen
 class Send:
-    """Append a user message and run. ``content`` is text or content parts."""
+    """Append a user message and run.
 
-    content: str | Sequence[Any]
+    ``content`` is text, a ``UserMessage`` (kept as it is, id included), or a
+    list of AG-UI content parts (objects with a string ``type``).
+    """
+
+    content: str | UserMessage | Sequence[Any]
     message_id: str | None = None
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from . import errors as err
+from . import intake
 from .commands import (
     AbortAttempt,
     CancelTimer,
@@ -69,7 +70,7 @@ from .state import (
 from .stream import CONTENT_HANDLERS, StreamViolation, StreamWarning, close_all
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps
-from .wire.messages import MESSAGE_TYPES, AssistantMessage, Message, ToolMessage, UserMessage
+from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .wire.run_input import ResumeEntry, RunAgentInput
 
 __all__ = ["MAX_WARNINGS", "Transition", "initial_state", "step"]
@@ -103,10 +104,16 @@ def initial_state(
     state: Any = None,
 ) -> State:
     """A fresh resource. No pending batch can be restored into it (R-I1)."""
+    if options is not None and not isinstance(options, Options):
+        raise err.UsageError(f"options must be an Options, not a {type(options).__name__}")
+    history = intake.messages(messages, "messages=")
     return State(
         options=options or Options(),
-        thread_id=thread_id,
-        checkpoint=Checkpoint(messages=PVec.from_iterable(messages), state=freeze(state)),
+        thread_id=intake.thread_id(thread_id, "thread_id="),
+        checkpoint=Checkpoint(
+            messages=PVec.from_iterable(history),
+            state=intake.json_value(state, "state="),
+        ),
     )
 
 
@@ -347,19 +354,21 @@ def _check_not_paused(s: State, verb: str) -> None:
 
 def _send(s: State, i: Send, now: float) -> Transition:
     _check_can_send(s, "send")
-    content: Any = i.content
-    if not isinstance(content, str):
-        try:
-            content = freeze(list(content))
-        except (NotJSONError, TypeError) as exc:
-            raise err.UsageError(f"send() takes text or a list of content parts: {exc}") from None
-    if i.message_id is not None and not isinstance(i.message_id, str):
-        raise err.UsageError("message_id must be a string")
+    mid = intake.message_id(i.message_id, "send()")
+    if isinstance(i.content, UserMessage):
+        given: UserMessage | None = intake.user_message(i.content, "send()")
+        if mid is not None and mid != i.content.id:
+            raise err.UsageError(
+                f"send() got message_id {mid!r} and a UserMessage with id {i.content.id!r}; "
+                "give the id once"
+            )
+    else:
+        given = None
+        content = intake.user_content(i.content, "send()")
     tx = _Tx(s)
     _supersede(tx)
-    mid = i.message_id or tx.new_id("msg")
     cp = tx.s.checkpoint
-    message = UserMessage(id=mid, content=content)
+    message = given or UserMessage(id=mid or tx.new_id("msg"), content=content)
     tx.set(checkpoint=evolve(cp, messages=cp.messages.append(message)))
     _start_run(tx, "first")
     return tx.done()
@@ -367,18 +376,7 @@ def _send(s: State, i: Send, now: float) -> Transition:
 
 def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
     _check_can_send(s, "set_messages")
-    try:
-        messages = tuple(i.messages)
-    except TypeError:  # not iterable: a single message, None...
-        raise err.UsageError(
-            f"set_messages() takes a list of messages, not a {type(i.messages).__name__}"
-        ) from None
-    for pos, m in enumerate(messages):
-        if not isinstance(m, MESSAGE_TYPES):
-            raise err.UsageError(
-                f"set_messages() item {pos} is not a message ({type(m).__name__}); "
-                "build messages with interlude.core.wire (UserMessage, ...)"
-            )
+    messages = intake.messages(i.messages, "set_messages()")
     tx = _Tx(s)
     _supersede(tx)
     tx.set(checkpoint=evolve(tx.s.checkpoint, messages=PVec.from_iterable(messages)))
@@ -430,10 +428,7 @@ def _set_state(s: State, i: SetState, now: float) -> Transition:
             "cannot set_state: a run owns the state until it finishes; call stop() first "
             "or set it when the resource is idle"
         )
-    try:
-        value = freeze(i.state)
-    except NotJSONError as exc:
-        raise err.UsageError(f"set_state() takes a JSON value: {exc}") from None
+    value = intake.json_value(i.state, "set_state()")
     return Transition(evolve(s, checkpoint=evolve(s.checkpoint, state=value)))
 
 
@@ -470,8 +465,7 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
 
 
 def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
-    if i.thread_id is not None and (not isinstance(i.thread_id, str) or not i.thread_id):
-        raise err.UsageError("set_thread_id() takes a non-empty string, or None for a new id")
+    intake.thread_id(i.thread_id, "set_thread_id()")
     if i.thread_id == s.thread_id or (i.thread_id is None and s.thread_id is None):
         return Transition(s)  # R-H2: the same id changes nothing
     tx = _Tx(s)
@@ -500,10 +494,7 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
 def _set_input(s: State, i: SetInput, now: float) -> Transition:
     if s.options.kind != "completion":
         raise err.UsageError("set_input is for completion resources; a chat uses send()")
-    try:
-        value = CompletionInput(freeze(i.value))
-    except NotJSONError as exc:
-        raise err.UsageError(f"set_input() takes a JSON value: {exc}") from None
+    value = CompletionInput(intake.json_value(i.value, "set_input()"))
     if value == s.input:
         return Transition(s)
     tx = _Tx(s)

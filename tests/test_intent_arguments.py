@@ -40,7 +40,79 @@ CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
         lambda r: r.set_messages(iter([1])),
         r"item 0 is not a message \(int\)",
     ),
+    "set_messages(a str)": (lambda r: r.set_messages("hi"), "takes a list of messages"),
+    "set_messages([a message holding a set])": (
+        lambda r: r.set_messages([UserMessage(id="u", content=({"type": "x", "v": {1}},))]),
+        r"item 0 \(user message 'u'\) cannot be sent",
+    ),
+    "send(a dict)": (
+        lambda r: r.send({"role": "user", "content": "hi"}),  # type: ignore[arg-type]
+        "takes text, a UserMessage or a list of content parts, not the dict",
+    ),
+    "send(bytes)": (lambda r: r.send(b"hi"), "not the bytes"),  # type: ignore[arg-type]
+    "send([numbers])": (lambda r: r.send([1, 2]), "content part 0 must be an object"),
+    "send([a part without a type])": (
+        lambda r: r.send([{"text": "hi"}]),
+        "content part 0 must be an object with a string 'type'",
+    ),
+    "send([a part holding NaN])": (
+        lambda r: r.send([{"type": "x", "v": float("nan")}]),
+        "not a JSON value at /0/v",
+    ),
+    "send(message_id='')": (lambda r: r.send("hi", message_id=""), "non-empty string"),
+    "send(message_id=3)": (lambda r: r.send("hi", message_id=3), "non-empty string"),  # type: ignore[arg-type]
+    "send(UserMessage, another message_id)": (
+        lambda r: r.send(UserMessage(id="u1", content="hi"), message_id="u2"),  # type: ignore[arg-type]
+        "give the id once",
+    ),
+    "subscribe(None)": (lambda r: r.subscribe(None), "takes a callable"),  # type: ignore[arg-type]
 }
+
+
+FACTORY_CASES: dict[str, tuple[Callable[[FakeDriver], Any], str]] = {
+    "chat(messages=[a dict])": (
+        lambda d: d.chat(messages=[{"role": "user", "content": "hi"}]),  # type: ignore[list-item]
+        r"messages= item 0 is not a message \(dict\)",
+    ),
+    "chat(messages=a message)": (
+        lambda d: d.chat(messages=UserMessage(id="u", content="hi")),  # type: ignore[arg-type]
+        "messages= takes a list of messages",
+    ),
+    "chat(thread_id=5)": (lambda d: d.chat(thread_id=5), "thread_id= takes a non-empty string"),  # type: ignore[arg-type]
+    "chat(thread_id='')": (lambda d: d.chat(thread_id=""), "thread_id= takes a non-empty string"),
+    "chat(state=NaN)": (lambda d: d.chat(state=float("nan")), "state= takes a JSON value"),
+    "completion(state={set})": (lambda d: d.completion(state={"s": {1}}), "state= takes a JSON"),
+    "chat(options=dict)": (lambda d: d.chat({"kind": "chat"}), "takes an Options"),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("call", FACTORY_CASES)
+def test_a_resource_built_from_arguments_of_the_wrong_kind_is_refused_at_once(call: str) -> None:
+    """Not later, from deep inside a run: the factory raises a UsageError that says why."""
+    make, says = FACTORY_CASES[call]
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    with pytest.raises(UsageError, match=says):
+        make(driver)
+
+
+def test_send_takes_a_user_message_and_keeps_its_id() -> None:
+    """SPEC: send takes a text or a user message; content parts are frozen, as sent."""
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat()
+    parts = [
+        {"type": "text", "text": "look"},
+        {"type": "binary", "mimeType": "image/png", "url": "u"},
+    ]
+    chat.send(UserMessage(id="u1", content=tuple(parts), name="ann"))  # type: ignore[arg-type]
+    driver.run_until_idle()
+    chat.send(parts, message_id="u2")
+    driver.run_until_idle()
+    assert chat.error is None
+    sent = driver.requests[-1].json["messages"]
+    assert sent[0] == {"id": "u1", "role": "user", "content": parts, "name": "ann"}
+    assert sent[-1] == {"id": "u2", "role": "user", "content": parts}
+    parts[0]["text"] = "changed later"  # the caller's list is not the state's
+    assert chat.messages[-1].content[0]["text"] == "look"  # type: ignore[index]
 
 
 def test_resume_entry_keys_of_mixed_types_are_reported_not_sorted_into_a_crash() -> None:

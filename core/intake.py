@@ -1,0 +1,102 @@
+"""What the application hands in, checked once and made immutable.
+
+Every intent and ``initial_state`` takes its arguments through these
+functions, so a value of the wrong kind is refused with the same
+:class:`~.errors.UsageError` wherever it enters, and the state only ever holds
+frozen values that can be written as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import UsageError
+from .json import JSON, NotJSONError, freeze
+from .wire.codec import WireError, decode_message, encode_json, encode_message
+from .wire.messages import MESSAGE_TYPES, Content, Message, UserMessage
+
+__all__ = ["json_value", "message_id", "messages", "thread_id", "user_content", "user_message"]
+
+
+def json_value(value: object, verb: str) -> JSON:
+    """``value`` frozen; a ``UsageError`` naming the offending path if it is not JSON."""
+    try:
+        return freeze(value)
+    except NotJSONError as exc:
+        raise UsageError(f"{verb} takes a JSON value: {exc}") from None
+
+
+def thread_id(value: object, verb: str) -> str | None:
+    if value is not None and (type(value) is not str or not value):
+        raise UsageError(
+            f"{verb} takes a non-empty string, or None for a new id (got {_describe(value)})"
+        )
+    return value
+
+
+def message_id(value: object, verb: str) -> str | None:
+    if value is not None and (type(value) is not str or not value):
+        raise UsageError(f"{verb}: message_id must be a non-empty string (got {_describe(value)})")
+    return value
+
+
+def user_content(content: object, verb: str) -> Content:
+    """Text, or a list of AG-UI content parts (objects with a string ``type``)."""
+    if isinstance(content, str):
+        return str(content)
+    if not isinstance(content, list | tuple):
+        raise UsageError(
+            f"{verb} takes text, a UserMessage or a list of content parts, not {_describe(content)}"
+        )
+    for n, part in enumerate(content):
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise UsageError(
+                f"{verb}: content part {n} must be an object with a string 'type' "
+                f'(such as {{"type": "text", "text": "..."}}), not {_describe(part)}'
+            )
+    parts = json_value(list(content), verb)
+    assert isinstance(parts, tuple)
+    return parts
+
+
+def messages(items: object, verb: str) -> tuple[Message, ...]:
+    """A history from the application: messages only, each one writable as JSON.
+
+    Each message goes through the wire codec and back, so what the state holds
+    is frozen and equal to what a request will carry.
+    """
+    if isinstance(items, (str, bytes, Mapping, *MESSAGE_TYPES)) or not isinstance(items, Iterable):
+        raise UsageError(f"{verb} takes a list of messages, not {_describe(items)}")
+    out: list[Message] = []
+    for n, m in enumerate(items):
+        if not isinstance(m, MESSAGE_TYPES):
+            raise UsageError(
+                f"{verb} item {n} is not a message ({type(m).__name__}); "
+                "build messages with interlude.core.wire (UserMessage, ...)"
+            )
+        out.append(_canonical(m, f"{verb} item {n}"))
+    return tuple(out)
+
+
+def user_message(m: UserMessage, verb: str) -> UserMessage:
+    checked = _canonical(m, verb)
+    assert isinstance(checked, UserMessage)
+    return checked
+
+
+def _canonical(m: Message, where: str) -> Message:
+    try:
+        return decode_message(json.loads(encode_json(encode_message(m))))
+    except (WireError, ValueError, TypeError, RecursionError) as exc:
+        raise UsageError(
+            f"{where} ({m.role} message {getattr(m, 'id', None)!r}) cannot be sent: {exc}"
+        ) from None
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "None"
+    text = repr(value)
+    return f"the {type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
