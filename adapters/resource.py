@@ -85,7 +85,7 @@ class Resource:
         return self._state
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> ResourceKind:
         return self._state.options.kind
 
     @property
@@ -191,7 +191,19 @@ class Resource:
         self.apply(i.SetInput(value))
 
     def configure(self, options: Options) -> None:
+        """Replace the options for later runs (R-F2: a captured request keeps its own).
+
+        ``options.kind`` is ignored: the resource keeps its kind, as ``chat()`` and
+        ``completion()`` set it. Local tools stay registered, declared or not.
+        """
+        if isinstance(options, Options):
+            options = attrs.evolve(options, kind=self.kind)
         self.apply(i.Configure(options))
+
+    @property
+    def options(self) -> Options:
+        """The current options; ``attrs.evolve(resource.options, ...)`` changes one field."""
+        return self._state.options
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(resource)`` after every committed change; returns unsubscribe."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import zlib
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal, get_args
 
 import attrs
 
-from .json import JSON
+from . import intake
+from .errors import UsageError
+from .json import JSON, FrozenDict
 from .wire.run_input import Context, Tool
 
 __all__ = ["ExpiryPolicy", "Options", "ResourceKind", "RetryPolicy"]
@@ -18,6 +22,103 @@ ExpiryPolicy = Literal["block", "cancel_expired"]
 """``block`` (the default, as the seed): an expired batch cannot be resumed.
 ``cancel_expired`` (AG-UI 1.0's opt-in): a submission that cancels every
 expired interrupt is accepted (R-G2)."""
+
+
+# -- checks: a wrong value is refused when the Options is built, with what it takes ------
+
+
+def _number(
+    least: float, most: float = math.inf, *, integer: bool = False
+) -> Callable[[Any, Any, Any], None]:
+    kind = "an integer" if integer else "a number"
+
+    def check(obj: Any, a: Any, value: Any) -> None:
+        allowed = (int,) if integer else (int, float)
+        if type(value) not in allowed or not least <= value <= most:
+            span = f">= {least:g}" if most == math.inf else f"in [{least:g}, {most:g}]"
+            raise UsageError(f"{type(obj).__name__}.{a.name} takes {kind} {span}, not {value!r}")
+
+    return check
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any, Any, Any], None]:
+    def check(obj: Any, a: Any, value: Any) -> None:
+        if value not in choices:
+            listed = " or ".join(map(repr, choices))
+            raise UsageError(f"{type(obj).__name__}.{a.name} is {listed}, not {value!r}")
+
+    return check
+
+
+def _optional_name(obj: Any, a: Any, value: Any) -> None:
+    if value is not None and (type(value) is not str or not value):
+        raise UsageError(
+            f"{type(obj).__name__}.{a.name} takes a non-empty string or None, not {value!r}"
+        )
+
+
+def _items(value: object, field: str, of: str) -> tuple[Any, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
+        raise UsageError(f"Options.{field} takes a list of {of}, not {type(value).__name__}")
+    return tuple(value)
+
+
+def _tools(value: object) -> tuple[Tool, ...]:
+    out: list[Tool] = []
+    for n, t in enumerate(_items(value, "tools", "Tool")):
+        if not isinstance(t, Tool):
+            raise UsageError(
+                f"Options.tools item {n} is a {type(t).__name__}, not a Tool; "
+                "declare tools with interlude.core.wire.Tool(name=..., description=...)"
+            )
+        if type(t.name) is not str or not t.name or type(t.description) is not str:
+            raise UsageError(f"Options.tools item {n}: a Tool's name and description are text")
+        where = f"Options.tools item {n} ({t.name!r})"
+        parameters = intake.json_value(t.parameters, f"{where} parameters")
+        metadata = intake.json_value(t.metadata, f"{where} metadata")
+        if not (metadata is None or isinstance(metadata, FrozenDict)):
+            raise UsageError(f"{where} metadata must be an object or None")
+        out.append(attrs.evolve(t, parameters=parameters, metadata=metadata))
+    names = [t.name for t in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"Options.tools declares {', '.join(map(repr, twice))} more than once")
+    return tuple(out)
+
+
+def _local_tools(value: object) -> frozenset[str]:
+    names = _items(value, "local_tools", "tool names")
+    if not all(type(n) is str and n for n in names):
+        raise UsageError("Options.local_tools takes tool names (non-empty strings)")
+    return frozenset(names)
+
+
+def _context(value: object) -> tuple[Context, ...]:
+    items = _items(value, "context", "Context")
+    for n, c in enumerate(items):
+        if not isinstance(c, Context) or type(c.description) is not str or type(c.value) is not str:
+            raise UsageError(
+                f"Options.context item {n} must be a Context(description=..., value=...) "
+                "of two strings"
+            )
+    return items
+
+
+def _forwarded_props(value: object) -> JSON:
+    return intake.json_value(value, "Options.forwarded_props")
+
+
+def _retry(obj: Any, a: Any, value: Any) -> None:
+    if not isinstance(value, RetryPolicy):
+        raise UsageError(f"Options.retry takes a RetryPolicy, not {type(value).__name__}")
+
+
+def _optional_seed(obj: Any, a: Any, value: Any) -> None:
+    if value is not None and type(value) is not int:
+        raise UsageError(f"RetryPolicy.jitter_seed takes an integer or None, not {value!r}")
+
+
+# -- the options -----------------------------------------------------------------------
 
 
 def _mask64(x: int) -> int:
@@ -41,17 +142,15 @@ class RetryPolicy:
     seeded with ``jitter_seed``: the same state always waits the same time.
     """
 
-    max_attempts: int = attrs.field(default=3, validator=attrs.validators.ge(1))
-    base_delay: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
-    multiplier: float = attrs.field(default=2.0, validator=attrs.validators.ge(1))
-    max_delay: float = attrs.field(default=10.0, validator=attrs.validators.ge(0))
-    jitter: float = attrs.field(
-        default=0.2, validator=attrs.validators.and_(attrs.validators.ge(0), attrs.validators.le(1))
-    )
-    jitter_seed: int | None = None
+    max_attempts: int = attrs.field(default=3, validator=_number(1, integer=True))
+    base_delay: float = attrs.field(default=0.5, validator=_number(0))
+    multiplier: float = attrs.field(default=2.0, validator=_number(1))
+    max_delay: float = attrs.field(default=10.0, validator=_number(0))
+    jitter: float = attrs.field(default=0.2, validator=_number(0, 1))
+    jitter_seed: int | None = attrs.field(default=None, validator=_optional_seed)
     """None: derived from the resource's id prefix, which the async driver makes
     random per resource, so clients that fail together do not retry together."""
-    max_retry_after: float = attrs.field(default=60.0, validator=attrs.validators.ge(0))
+    max_retry_after: float = attrs.field(default=60.0, validator=_number(0))
     """The longest wait an endpoint's ``Retry-After`` may ask for. A shorter one is
     honoured (the back-off is at least that long); a longer one ends the run with the
     error, which carries ``retry_after``, rather than keep it loading that long."""
@@ -66,21 +165,26 @@ class RetryPolicy:
 
 @attrs.frozen(kw_only=True)
 class Options:
-    """A resource's configuration. Changing it never changes a captured request (R-F2)."""
+    """A resource's configuration. Changing it never changes a captured request (R-F2).
 
-    kind: ResourceKind = "chat"
-    tools: tuple[Tool, ...] = ()
+    Every field is checked when the Options is built: a wrong value raises
+    :class:`~interlude.core.errors.UsageError` saying what the field takes. Lists
+    become tuples and JSON values are frozen.
+    """
+
+    kind: ResourceKind = attrs.field(default="chat", validator=_one_of(get_args(ResourceKind)))
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_tools)
     """Tools declared to the endpoint. Those named in ``local_tools`` run here."""
-    local_tools: frozenset[str] = frozenset()
-    context: tuple[Context, ...] = ()
-    forwarded_props: JSON = None
-    retry: RetryPolicy = RetryPolicy()
-    expiry: ExpiryPolicy = "block"
-    id_prefix: str | None = None
+    local_tools: frozenset[str] = attrs.field(default=frozenset(), converter=_local_tools)
+    context: tuple[Context, ...] = attrs.field(default=(), converter=_context)
+    forwarded_props: JSON = attrs.field(default=None, converter=_forwarded_props)
+    retry: RetryPolicy = attrs.field(default=RetryPolicy(), validator=_retry)
+    expiry: ExpiryPolicy = attrs.field(default="block", validator=_one_of(get_args(ExpiryPolicy)))
+    id_prefix: str | None = attrs.field(default=None, validator=_optional_name)
     """Prefix of the ids the runtime generates (threads, runs, messages, batches).
 
     None means ``"interlude"``. The async driver sets a random prefix per
     resource so that ids, batch ids included, never repeat across runtimes
     (R-I1); the fake driver keeps the fixed one so tests are repeatable."""
-    max_tool_rounds: int = 25
+    max_tool_rounds: int = attrs.field(default=25, validator=_number(0, integer=True))
     """Follow-up runs one interaction may make for local tools before it fails."""

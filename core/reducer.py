@@ -17,6 +17,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import attrs
+
 from . import errors as err
 from . import intake
 from .commands import (
@@ -513,9 +515,20 @@ def _configure(s: State, i: Configure, now: float) -> Transition:
             f"configure() takes an Options, not a {type(i.options).__name__}; "
             "build one with interlude.core.Options(...)"
         )
-    if i.options.kind != s.options.kind:
-        raise err.UsageError("a resource's kind cannot change; create another resource")
-    return Transition(evolve(s, options=i.options))
+    old, new = s.options, i.options
+    if new.kind != old.kind:
+        raise err.UsageError(
+            f"Options.kind is {new.kind!r} but this resource is a {old.kind}, and a resource's "
+            f"kind cannot change: pass Options(kind={old.kind!r}, ...), or create another resource"
+        )
+    # Local tools stay registered for the resource's life (their functions live in the
+    # driver): options that leave one out keep declaring it, so its calls still run here.
+    kept = old.local_tools - new.local_tools
+    if kept:
+        declared = {t.name for t in new.tools}
+        carried = tuple(t for t in old.tools if t.name in kept and t.name not in declared)
+        new = attrs.evolve(new, tools=new.tools + carried, local_tools=new.local_tools | kept)
+    return Transition(evolve(s, options=new))
 
 
 # -- wire events of the current attempt --------------------------------------------

@@ -1,0 +1,132 @@
+"""Options: every field checked when built, and ``configure`` keeping what the resource owns.
+
+A wrong value is refused where it is written, with what the field takes, not
+later from deep inside a send (a typo in ``expiry`` used to behave as
+``"block"``; a set in ``forwarded_props`` raised out of the driver).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started, tool_call
+from interlude.adapters.fake.script import Request
+from interlude.core import Configure, initial_state, step
+from interlude.core.errors import UsageError
+from interlude.core.json import FrozenDict
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.wire.run_input import Context, Tool
+
+BAD_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
+    "expiry typo": ({"expiry": "cancel-expired"}, "Options.expiry is 'block' or 'cancel_expired'"),
+    "kind": ({"kind": "structured"}, "Options.kind is 'chat' or 'completion'"),
+    "tools not a list": ({"tools": Tool(name="t", description="d")}, "takes a list of Tool"),
+    "tools of dicts": ({"tools": [{"name": "t"}]}, "item 0 is a dict, not a Tool"),
+    "tool parameters": (
+        {"tools": [Tool(name="t", description="d", parameters={"enum": {1, 2}})]},
+        r"item 0 \('t'\) parameters takes a JSON value",
+    ),
+    "tool twice": (
+        {"tools": [Tool(name="t", description="a"), Tool(name="t", description="b")]},
+        "declares 't' more than once",
+    ),
+    "local_tools a string": ({"local_tools": "get_time"}, "takes a list of tool names"),
+    "context of strings": ({"context": ["hello"]}, "context item 0 must be a Context"),
+    "forwarded_props with a set": ({"forwarded_props": {"tags": {"a"}}}, "/tags: a set"),
+    "forwarded_props with NaN": ({"forwarded_props": {"x": float("nan")}}, "nan has no JSON"),
+    "retry": ({"retry": {"max_attempts": 1}}, "takes a RetryPolicy"),
+    "id_prefix": ({"id_prefix": ""}, "id_prefix takes a non-empty string or None"),
+    "max_tool_rounds text": ({"max_tool_rounds": "5"}, "takes an integer >= 0, not '5'"),
+    "max_tool_rounds negative": ({"max_tool_rounds": -1}, "takes an integer >= 0"),
+}
+
+BAD_RETRY: dict[str, tuple[dict[str, Any], str]] = {
+    "max_attempts text": ({"max_attempts": "3"}, "max_attempts takes an integer >= 1"),
+    "max_attempts zero": ({"max_attempts": 0}, "max_attempts takes an integer >= 1"),
+    "max_attempts bool": ({"max_attempts": True}, "max_attempts takes an integer"),
+    "base_delay negative": ({"base_delay": -1}, "base_delay takes a number >= 0"),
+    "jitter above 1": ({"jitter": 1.5}, r"jitter takes a number in \[0, 1\]"),
+    "multiplier below 1": ({"multiplier": 0.5}, "multiplier takes a number >= 1"),
+    "jitter_seed float": ({"jitter_seed": 1.5}, "jitter_seed takes an integer or None"),
+    "max_retry_after NaN": ({"max_retry_after": float("nan")}, "max_retry_after takes a number"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_OPTIONS)
+def test_a_wrong_option_is_refused_when_the_options_are_built(case: str) -> None:
+    fields, says = BAD_OPTIONS[case]
+    with pytest.raises(UsageError, match=says):
+        Options(**fields)
+
+
+@pytest.mark.parametrize("case", BAD_RETRY)
+def test_a_wrong_retry_setting_is_refused_when_the_policy_is_built(case: str) -> None:
+    fields, says = BAD_RETRY[case]
+    with pytest.raises(UsageError, match=says):
+        RetryPolicy(**fields)
+
+
+def test_options_store_tuples_and_frozen_json_not_the_callers_lists() -> None:
+    params = {"type": "object", "properties": {}}
+    props = {"tenant": ["a"]}
+    o = Options(
+        tools=[Tool(name="t", description="d", parameters=params)],
+        local_tools=["t"],
+        context=[Context(description="d", value="v")],
+        forwarded_props=props,
+    )
+    assert type(o.tools) is tuple and type(o.context) is tuple
+    assert o.local_tools == frozenset({"t"})
+    assert isinstance(o.tools[0].parameters, FrozenDict) and o.tools[0].parameters == params
+    assert o.forwarded_props == {"tenant": ("a",)}
+    props["tenant"].append("b")  # the caller's value is not the options'
+    assert o.forwarded_props == {"tenant": ("a",)}
+    assert Options(tools=o.tools).tools == o.tools  # frozen values go through unchanged
+
+
+def _what_time(req: Request) -> Any:
+    return reply(started(req), *tool_call("c1", "get_time", {}), finished(req))
+
+
+def _done(req: Request) -> Any:
+    return reply(started(req), finished(req))
+
+
+def test_configure_keeps_the_resources_local_tools() -> None:
+    """Options that leave a local tool out still declare and run it: its function is here."""
+
+    def get_time(arguments: Any) -> str:
+        """The time here."""
+        return "12:00"
+
+    driver = FakeDriver(ScriptedAgent(_done).then(_what_time))
+    chat = driver.chat(local_tools={"get_time": get_time})
+    chat.configure(Options(forwarded_props={"tenant": "other"}))
+    assert chat.options.local_tools == {"get_time"}
+    chat.send("What time is it?")
+    driver.run_until_idle()
+    first = driver.requests[0].json
+    assert [t["name"] for t in first["tools"]] == ["get_time"]
+    assert first["tools"][0]["description"] == "The time here."
+    assert first["forwardedProps"] == {"tenant": "other"}
+    assert [m.role for m in chat.messages] == ["user", "assistant", "tool"]
+    assert chat.messages[2].content == "12:00" and len(driver.requests) == 2
+
+
+def test_configure_on_a_completion_keeps_its_kind() -> None:
+    """``Options()`` defaults to kind 'chat'; a completion's configure keeps 'completion'."""
+    driver = FakeDriver(ScriptedAgent(_done))
+    page = driver.completion()
+    page.configure(Options(forwarded_props={"tenant": "x"}))
+    assert page.kind == "completion" and page.options.kind == "completion"
+    page.set_input("Write a haiku")
+    driver.run_until_idle()
+    assert page.error is None and driver.requests[0].json["forwardedProps"] == {"tenant": "x"}
+
+
+def test_the_core_refuses_a_kind_change_and_says_how_to_keep_it() -> None:
+    s = initial_state(Options(kind="completion"))
+    with pytest.raises(UsageError, match=r"pass Options\(kind='completion', \.\.\.\)"):
+        step(s, Configure(Options()), 0.0)
