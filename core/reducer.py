@@ -682,10 +682,7 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         tx.set(warnings=_noted(tx.s.warnings, note))
     pending: tuple[str, ...] = ()
     if isinstance(outcome, ev.SuccessOutcome) and outcome.pending_tool_call_ids:
-        # R-J6, in call order (R-D5), each once; ids the run did not stream go last.
-        streamed = {c: n for n, c in enumerate(stream.new_calls)}
-        named = dict.fromkeys(outcome.pending_tool_call_ids)
-        pending = tuple(sorted(named, key=lambda c: streamed.get(c, len(streamed))))
+        pending = _named_calls(tx, stream, attempt, outcome.pending_tool_call_ids)
     else:
         local = tx.s.options.local_tools
         calls = _calls_by_id(stream)
@@ -698,6 +695,45 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         _start_tools(tx, stream, pending)
     else:
         _settle(tx)
+
+
+def _named_calls(tx: _Tx, stream: Stream, attempt: Attempt, ids: Sequence[str]) -> tuple[str, ...]:
+    """R-J6 within R-D4/R-D5: the named calls left to answer here, in call order, each once.
+
+    A call that already has a result, or that an earlier run started (a saved call,
+    R-D4), is not run again and gets no second result; a warning says so. An id
+    the history does not know at all is answered with an error tool message
+    (appended last), so the endpoint is not left waiting for it.
+    """
+    streamed = {c: n for n, c in enumerate(stream.new_calls)}
+    named = dict.fromkeys(ids)
+    answered = stream.results
+    others = [c for c in named if c not in streamed or c in answered]
+    skipped: list[str] = []
+    if others:
+        earlier, results = _known_calls(stream.messages, set(others))
+        skipped = [c for c in others if c in answered or c in results or c in earlier]
+        if skipped:
+            note = (
+                f"run {attempt.run_id!r} named tool call(s) {', '.join(map(repr, skipped))} "
+                "in pendingToolCallIds that already have a result or an earlier run "
+                "started; they are not run here (R-D4, R-D5)"
+            )
+            tx.set(warnings=_noted(tx.s.warnings, note))
+    left = [c for c in named if c not in skipped]
+    return tuple(sorted(left, key=lambda c: streamed.get(c, len(streamed))))
+
+
+def _known_calls(messages: PVec[Message], ids: set[str]) -> tuple[set[str], set[str]]:
+    """Which of ``ids`` the history holds as tool calls, and which as tool results."""
+    calls: set[str] = set()
+    results: set[str] = set()
+    for m in messages:
+        if isinstance(m, ToolMessage) and m.tool_call_id in ids:
+            results.add(m.tool_call_id)
+        elif isinstance(m, AssistantMessage) and m.tool_calls:
+            calls.update(c.id for c in m.tool_calls if c.id in ids)
+    return calls, results
 
 
 def _calls_by_id(stream: Stream) -> dict[str, tuple[str, str]]:

@@ -273,13 +273,15 @@ def test_R_D3_new_input_after_ack_supersedes_the_resumed_run(intent: str):
 # -- R-D4 -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["derived", "named-pending"])
 @pytest.mark.parametrize("server_result", [True, False])
 def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
-    server_result: bool,
+    server_result: bool, named: bool
 ):
-    """R-D4, R-A5: a tool call saved at the interrupt is never executed locally, even for
-    a registered local tool; a later TOOL_CALL_RESULT with its original id joins the
-    history as a tool message for that call."""
+    """R-D4, R-A5, R-J6: a tool call saved at the interrupt is never executed locally, even
+    for a registered local tool, and even when the resumed run names it in
+    pendingToolCallIds (no fabricated result, no follow-up; a warning says why); a later
+    TOOL_CALL_RESULT with its original id joins the history as a tool message for it."""
     ran: list[Any] = []
     result = {
         "type": "TOOL_CALL_RESULT",
@@ -291,8 +293,9 @@ def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
         {**ASK, "toolCallId": "call-1"},
         before=tool_call("call-1", "transfer", {"amount": 5}),
     )
+    named_outcome = {"type": "success", "pendingToolCallIds": ["call-1"]} if named else None
     driver, chat, batch = paused_chat(
-        replies=[succeed(*([result] if server_result else []))],
+        replies=[succeed(*([result] if server_result else []), outcome=named_outcome)],
         first=first,
         local_tools={"transfer": lambda args: ran.append(args) or "local!"},
     )
@@ -308,6 +311,8 @@ def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
     assert [m["role"] for m in sent] == ["user", "assistant", "assistant"]
     assert [c["id"] for m in sent for c in m.get("toolCalls", [])] == ["call-1"]
     assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+    warned = [w for w in chat.warnings if "'call-1'" in w and "not run here" in w]
+    assert len(warned) == (1 if named else 0)
 
     tool_msgs = [m for m in chat.messages if isinstance(m, ToolMessage)]
     if server_result:

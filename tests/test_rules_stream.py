@@ -1515,6 +1515,29 @@ def test_R_J6_pending_tool_call_ids_run_exactly_those_calls() -> None:
     assert chat.messages[-1] == AssistantMessage(id="m2", content="Thanks")
 
 
+def test_R_J6_R_D5_a_named_call_that_already_has_a_result_is_not_run_again() -> None:
+    """R-J6 within R-D5: pendingToolCallIds naming a call the run already answered with a
+    TOOL_CALL_RESULT runs only the others; no second result, a warning names it."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        outcome(
+            *tool_call("tc1", "lookup", {"q": 1}),
+            ev("TOOL_CALL_RESULT", messageId="r1", toolCallId="tc1", content="server did it"),
+            *tool_call("tc2", "lookup", {"q": 2}),
+            result={"type": "success", "pendingToolCallIds": ["tc1", "tc2"]},
+        ),
+        succeed(*text("m2", "Thanks")),
+        local_tools={"lookup": recorder(ran, "ok")},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert ran == [{"q": 2}]
+    results = [(m.tool_call_id, m.content) for m in chat.messages if isinstance(m, ToolMessage)]
+    assert results == [("tc1", "server did it"), ("tc2", "ok")]
+    assert [w for w in chat.warnings if "'tc1'" in w and "already have a result" in w]
+    assert_idle_ok(chat)
+
+
 @pytest.mark.parametrize(
     "result",
     [None, {"type": "success"}, {"type": "success", "pendingToolCallIds": []}],
