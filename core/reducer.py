@@ -243,10 +243,20 @@ def _expire_claim(tx: _Tx, expired: tuple[str, ...]) -> None:
         resuming=False,
         error=err.BatchExpiredError(
             f"interrupt {', '.join(map(repr, expired))} expired before the answers were "
-            "sent; nothing was sent. Start a new thread (set_thread_id) to go on",
+            f"sent; nothing was sent. {_after_expiry(tx.s)}",
             expired,
         ),
     )
+
+
+def _after_expiry(s: State) -> str:
+    """What to do about an expired interrupt, under the resource's policy (R-G1, R-G2)."""
+    if s.options.expiry == "cancel_expired":
+        return (
+            "Resume again with status 'cancelled' for each expired interrupt (the "
+            "cancel_expired policy accepts that), or start a new thread (set_thread_id)"
+        )
+    return "Start a new thread (set_thread_id) to go on"
 
 
 def _claim_blocked_by_expiry(
@@ -453,8 +463,8 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
     expired = _claim_blocked_by_expiry(s, entries, now)
     if expired:
         raise err.BatchExpiredError(
-            f"interrupt {', '.join(map(repr, expired))} has expired, so the batch cannot be "
-            "resumed; start a new thread (set_thread_id) to go on",
+            f"interrupt {', '.join(map(repr, expired))} has expired, so these answers "
+            f"cannot be sent. {_after_expiry(s)}",
             expired,
         )
     if problems:

@@ -125,6 +125,7 @@ def test_R_G1_one_expired_interrupt_blocks_the_whole_batch():
     assert chat.is_expired
     err = rejected(chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch)))
     assert err.interrupt_ids == ("b",)
+    assert "Start a new thread (set_thread_id)" in str(err) and "cancelled" not in str(err)
     assert_paused(chat, batch)
     assert len(driver.requests) == 1
 
@@ -176,6 +177,7 @@ def test_R_G2_cancel_expired_policy_accepts_only_cancelling_every_expired_interr
     driver.advance(45)  # a expired, b not yet
     err = rejected(chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch)))
     assert err.interrupt_ids == ("a",)
+    assert "with status 'cancelled' for each expired interrupt" in str(err)  # the way on
     err = rejected(
         chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch, cancel=["b"]))
     )
