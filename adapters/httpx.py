@@ -17,7 +17,7 @@ from typing import Self
 import anyio
 import httpx
 
-from interlude.core.errors import ProtocolError, TransportError
+from interlude.core.errors import ProtocolError, TransportError, UsageError
 
 from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
 
@@ -56,7 +56,7 @@ class HttpxTransport:
         idle_timeout: float | None = 300.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        self.url = httpx.URL(url)  # a malformed URL fails here, not at the first run
+        self.url = _endpoint(url)  # a malformed URL fails here, not at the first run
         # Error messages name the endpoint without credentials or query (tokens live there).
         self._where = str(self.url.copy_with(userinfo=b"", query=None, fragment=None))
         self._headers = httpx.Headers(headers)
@@ -261,3 +261,23 @@ def retry_after(value: str | None, now: float) -> float | None:
     if when.tzinfo is None:
         return None  # HTTP dates are GMT; one without a zone is not an HTTP date
     return max(0.0, when.timestamp() - now)
+
+
+def _endpoint(url: object) -> httpx.URL:
+    """``url`` as an absolute http(s) URL with a host; a ``UsageError`` saying why not."""
+    problem = None
+    try:
+        parsed = httpx.URL(url)  # type: ignore[arg-type]  # refused below if not text
+    except (httpx.InvalidURL, TypeError) as exc:
+        problem = str(exc)
+    else:
+        if parsed.scheme not in ("http", "https"):
+            problem = "it needs http:// or https://"
+        elif not parsed.host:
+            problem = "it has no host"
+    if problem is None:
+        return parsed
+    hint = ""
+    if isinstance(url, str) and "://" not in url and " " not in url:
+        hint = f" (did you mean 'http://{url}'?)"
+    raise UsageError(f"HttpxTransport: {url!r} is not an endpoint URL: {problem}{hint}")

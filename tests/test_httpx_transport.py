@@ -25,7 +25,7 @@ from asgi_support import request_body
 from hypercorn.config import Config
 
 from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport, retry_after
-from interlude.core.errors import ProtocolError, TransportError
+from interlude.core.errors import ProtocolError, TransportError, UsageError
 
 WAIT = 5.0  # seconds: the bound on any wait that should end almost at once
 
@@ -230,6 +230,22 @@ def test_an_owned_client_is_closed_with_the_transport() -> None:
 
 
 # -- errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("localhost:8000", r"needs http:// or https:// \(did you mean 'http://localhost:8000'\?\)"),
+        ("ftp://example.com/agent", "needs http:// or https://$"),
+        ("http://", "has no host$"),
+        ("not a url", "needs http:// or https://$"),
+        (8000, "Invalid type for url"),
+    ],
+)
+def test_a_url_that_is_not_an_endpoint_is_refused_at_construction(url: Any, says: str) -> None:
+    """Not at the first run, as a non-retryable error about a missing protocol."""
+    with pytest.raises(UsageError, match=says):
+        HttpxTransport(url)
 
 
 @pytest.mark.parametrize(
