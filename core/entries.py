@@ -50,6 +50,12 @@ def check_entries(
         if unknown:
             problems.append(f"entry {pos} has unknown keys {unknown}")
         iid = fields.get("interrupt_id", fields.get("interruptId"))
+        if "interrupt_id" in fields and fields.get("interruptId", iid) != iid:
+            problems.append(
+                f"entry {pos} gives interrupt_id {iid!r} and interruptId "
+                f"{fields['interruptId']!r}; give one"
+            )
+            continue
         if not isinstance(iid, str):
             problems.append(f"entry {pos} has no string interrupt_id")
             continue

@@ -105,7 +105,7 @@ class InterruptPendingError(InterludeError):
 
 
 class RecoveryRequiredError(InterludeError):
-    """The resumed interaction failed after the server took it; change thread."""
+    """The resumed interaction was stopped or failed after the server took it; change thread."""
 
 
 class StateLockedError(InterludeError):

@@ -339,7 +339,7 @@ def _fail_attempt(tx: _Tx, error: err.InterludeError, retryable: bool, now: floa
 
 def _recovery_required(verb: str) -> err.RecoveryRequiredError:
     return err.RecoveryRequiredError(
-        f"cannot {verb}: the resumed interaction failed after the server took it; "
+        f"cannot {verb}: the resumed interaction was stopped or failed after the server took it; "
         "call set_thread_id with a new thread id first"
     )
 

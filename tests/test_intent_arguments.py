@@ -130,6 +130,24 @@ def test_resume_entry_keys_of_mixed_types_are_reported_not_sorted_into_a_crash()
     assert chat.core_state is before
 
 
+def test_a_resume_entry_naming_two_different_interrupts_is_refused() -> None:
+    """R-B2: interrupt_id and interruptId that disagree are a problem, not a silent pick."""
+    ask = {"id": "a", "reason": "input_required"}
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
+    chat = driver.chat()
+    chat.send("Go")
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    before = chat.core_state
+    entry = {"interrupt_id": "a", "interruptId": "b", "status": "resolved", "payload": 1}
+    with pytest.raises(InvalidResumeError, match="interrupt_id 'a' and interruptId 'b'; give one"):
+        chat.resume(batch.id, [entry])
+    assert chat.core_state is before
+    chat.resume(batch.id, [{**entry, "interruptId": "a"}])  # the same id twice is fine
+    assert chat.is_resuming
+
+
 @pytest.mark.parametrize("call", CASES)
 def test_an_argument_of_the_wrong_kind_is_a_usage_error_that_changes_nothing(call: str) -> None:
     intent, says = CASES[call]
