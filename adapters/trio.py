@@ -20,9 +20,7 @@ worker threads and only their results come back to the loop.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import secrets
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
@@ -53,16 +51,9 @@ from interlude.core.wire.codec import WireError, encode_request
 from interlude.core.wire.messages import Message
 
 from .resource import Resource, ResourceFactory, unwritable_request
+from .tools import LocalTool, ToolShape, ToolSignal
 
 __all__ = ["AsyncDriver", "AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
-
-LocalTool = Callable[..., Any]
-"""A local tool: ``fn(arguments)`` or ``fn(arguments, signal)``, sync or async.
-
-Async tools run on the event loop; sync tools run in a worker thread. The
-return value (a JSON value or text) becomes the tool message; an exception
-becomes a tool message that names it.
-"""
 
 
 class Transport(Protocol):
@@ -85,75 +76,12 @@ class BatchTransport(Transport, Protocol):
     def stream_batches(self, body: bytes) -> AsyncIterator[list[str]]: ...
 
 
-class ToolSignal:
-    """Tells a running local tool that it was cancelled (stop, thread change, shutdown).
-
-    An async tool is also cancelled at its next ``await``; a sync tool in a
-    worker thread cannot be interrupted, so it should poll :attr:`cancelled` or
-    block in :meth:`wait_blocking`: the driver abandons its thread and ignores
-    its result either way.
-    """
-
-    def __init__(self) -> None:
-        self._flag = threading.Event()
-        self._waiters: list[anyio.Event] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._flag.is_set()
-
-    def wait_blocking(self, timeout: float | None = None) -> bool:
-        """Block this (worker) thread until cancelled; False if ``timeout`` ran out first."""
-        return self._flag.wait(timeout)
-
-    async def wait(self) -> None:
-        """Wait on the event loop until cancelled."""
-        if self.cancelled:
-            return
-        event = anyio.Event()
-        self._waiters.append(event)
-        await event.wait()
-
-    def _cancel(self) -> None:  # on the loop thread only
-        self._flag.set()
-        waiters, self._waiters = self._waiters, []
-        for event in waiters:
-            event.set()
-
-
-@attrs.frozen
-class _Tool:
-    fn: LocalTool
-    is_async: bool
-    takes_signal: bool
-
-    @classmethod
-    def of(cls, fn: LocalTool) -> _Tool:
-        call = type(fn).__call__  # an object whose __call__ is async counts too
-        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
-        return cls(fn, is_async, _takes_two_arguments(fn))
-
-
-def _takes_two_arguments(fn: LocalTool) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # some builtins have no signature: pass the arguments only
-        return False
-    positional = 0
-    for p in params:
-        if p.kind is p.VAR_POSITIONAL:
-            return True
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
-
-
 @attrs.define(eq=False)
 class _Books:
     """What the driver runs for one resource, by the reducer's ids."""
 
     resource: AsyncResource
-    tools: Mapping[str, _Tool]
+    tools: Mapping[str, ToolShape]
     attempts: dict[int, anyio.CancelScope] = attrs.Factory(dict)
     timers: dict[int, anyio.CancelScope] = attrs.Factory(dict)
     running_tools: dict[int, tuple[anyio.CancelScope, ToolSignal]] = attrs.Factory(dict)
@@ -241,7 +169,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
             # Ids unique across runtimes: a saved batch id never names a new batch (R-I1).
             options = attrs.evolve(options, id_prefix=f"interlude-{secrets.token_hex(4)}")
         r = AsyncResource(self, options, thread_id=thread_id, messages=messages, state=state)
-        tools = {name: _Tool.of(fn) for name, fn in local_tools.items()}
+        tools = {name: ToolShape.of(fn) for name, fn in local_tools.items()}
         self._books[id(r)] = _Books(r, tools)
         return r
 
@@ -391,12 +319,12 @@ def _cancel(scopes: dict[int, anyio.CancelScope], key: int) -> None:
         scope.cancel()
 
 
-async def _call_tool(tool: _Tool | None, c: RunTool, signal: ToolSignal) -> i.ToolFinished:
+async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> i.ToolFinished:
     if tool is None:
         problem = f"no local tool named {c.name!r} was given to this driver"
         return i.ToolFinished(c.task, error=f"LookupError: {problem}")
     arguments = thaw(c.arguments)
-    args: tuple[Any, ...] = (arguments, signal) if tool.takes_signal else (arguments,)
+    args = tool.arguments(arguments, signal)
     try:
         if tool.is_async:
             value = await tool.fn(*args)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import trio
+
 from interlude.adapters.fake import (
     FakeDriver,
     Request,
@@ -17,6 +19,7 @@ from interlude.adapters.fake import (
     text,
     tool_call,
 )
+from interlude.adapters.tools import ToolSignal
 from interlude.core.errors import ObserverError, TransportError
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.reducer import MAX_WARNINGS
@@ -54,6 +57,45 @@ def test_R_D5_a_declared_local_tool_without_a_function_becomes_a_tool_message() 
     (result,) = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
     assert result["toolCallId"] == "c1"
     assert "no function was registered for local tool 'ghost'" in result["content"]
+    assert chat.error is None
+
+
+def test_R_D5_the_fake_driver_runs_every_tool_shape_the_trio_driver_takes() -> None:
+    """fn(arguments), fn(arguments, signal), and async tools: one tool, both drivers."""
+
+    def plain(arguments: Any) -> str:
+        return f"plain {arguments['n']}"
+
+    def with_signal(arguments: Any, signal: ToolSignal) -> str:
+        return f"signal {arguments['n']} cancelled={signal.cancelled}"
+
+    async def awaited(arguments: Any) -> dict[str, Any]:
+        await trio.sleep(0)
+        return {"async": arguments["n"]}
+
+    async def awaited_with_signal(arguments: Any, signal: ToolSignal) -> str:
+        await trio.sleep(0)
+        return f"async signal {arguments['n']}"
+
+    tools = {"plain": plain, "sig": with_signal, "aw": awaited, "awsig": awaited_with_signal}
+
+    def answer(req: Request) -> Any:
+        if len(driver.requests) == 1:
+            calls = [tool_call(f"c{n}", name, {"n": n}) for n, name in enumerate(tools)]
+            return reply(started(req), *calls, finished(req))
+        return reply(started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(local_tools=tools)
+    chat.send("go")
+    driver.run_until_idle()
+    results = [m["content"] for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert results == [
+        "plain 0",
+        "signal 1 cancelled=False",
+        '{"async":2}',
+        "async signal 3",
+    ]
     assert chat.error is None
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
+import trio
 
 from interlude.core import inputs as i
 from interlude.core.commands import (
@@ -45,6 +46,7 @@ from interlude.core.wire.codec import WireError, dumps, encode_event, encode_req
 from interlude.core.wire.messages import Message
 
 from ..resource import Resource, ResourceFactory, unwritable_request
+from ..tools import LocalTool, ToolShape, ToolSignal
 from .script import Reply, Request
 
 __all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction"]
@@ -52,8 +54,10 @@ __all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFuncti
 FAKE_EPOCH = 1_798_761_600.0
 """2027-01-01T00:00:00Z: where every fake clock starts, so tests are repeatable."""
 
-ToolFunction = Callable[[Any], Any]
-"""A local tool: receives the parsed arguments, returns a JSON value or text."""
+ToolFunction = LocalTool
+"""A local tool, as for the TrioDriver: ``fn(arguments)`` or ``fn(arguments, signal)``,
+sync or async; returns a JSON value or text. Under the fake driver it runs to its end
+within one step, and its signal is never set (a cancelled tool has not started)."""
 
 
 class FakeClock:
@@ -139,7 +143,7 @@ class FakeDriver(ResourceFactory[Resource]):
         self._streams: dict[tuple[int, int], _Stream] = {}
         self._aborted: set[tuple[int, int]] = set()
         self._cancelled_tools: set[tuple[int, int]] = set()
-        self._tools: dict[int, Mapping[str, ToolFunction]] = {}
+        self._tools: dict[int, Mapping[str, ToolShape]] = {}
 
     # -- resources (chat() and completion() come from ResourceFactory) -----------------
 
@@ -152,7 +156,7 @@ class FakeDriver(ResourceFactory[Resource]):
         state: Any,
     ) -> Resource:
         r = self.resource_class(self, options, thread_id=thread_id, messages=messages, state=state)
-        self._tools[id(r)] = dict(local_tools)
+        self._tools[id(r)] = {name: ToolShape.of(fn) for name, fn in local_tools.items()}
         return r
 
     # -- the Driver protocol -------------------------------------------------------------
@@ -310,11 +314,14 @@ class FakeDriver(ResourceFactory[Resource]):
     def _run_tool(self, resource: Resource, c: RunTool) -> bool:
         if (id(resource), c.task) in self._cancelled_tools:
             return False
-        fn = self._tools[id(resource)].get(c.name)
+        tool = self._tools[id(resource)].get(c.name)
         try:
-            if fn is None:
+            if tool is None:
                 raise LookupError(f"no function was registered for local tool {c.name!r}")
-            value = fn(thaw(c.arguments))
+            # The same shapes as the TrioDriver's: fn(arguments) or fn(arguments, signal);
+            # an async tool runs to its end on a trio loop of its own, inside this step.
+            args = tool.arguments(thaw(c.arguments), ToolSignal())
+            value = trio.run(tool.fn, *args) if tool.is_async else tool.fn(*args)
         except Exception as exc:  # the tool's failure becomes a tool message
             resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
         else:
