@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from rule_support import ask, paused_chat
 
 from interlude.adapters.fake import (
     FakeDriver,
     ScriptedAgent,
     finished,
-    interrupted,
     reply,
     started,
 )
@@ -117,13 +117,7 @@ def test_send_takes_a_user_message_and_keeps_its_id() -> None:
 
 def test_resume_entry_keys_of_mixed_types_are_reported_not_sorted_into_a_crash() -> None:
     """An entry whose keys mix strings and numbers is refused with its unknown keys listed."""
-    ask = {"id": "a", "reason": "input_required"}
-    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
-    chat = driver.chat()
-    chat.send("Go")
-    driver.run_until_idle()
-    batch = chat.pending_interrupts
-    assert batch is not None
+    _, chat, batch = paused_chat(ask("a"))
     before = chat.core_state
     with pytest.raises(InvalidResumeError, match=r"unknown keys \['x', 0\]"):
         chat.resume(batch.id, [{"interrupt_id": "a", "status": "resolved", "x": 1, 0: 2}])
@@ -132,13 +126,7 @@ def test_resume_entry_keys_of_mixed_types_are_reported_not_sorted_into_a_crash()
 
 def test_a_resume_entry_naming_two_different_interrupts_is_refused() -> None:
     """R-B2: interrupt_id and interruptId that disagree are a problem, not a silent pick."""
-    ask = {"id": "a", "reason": "input_required"}
-    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
-    chat = driver.chat()
-    chat.send("Go")
-    driver.run_until_idle()
-    batch = chat.pending_interrupts
-    assert batch is not None
+    _, chat, batch = paused_chat(ask("a"))
     before = chat.core_state
     entry = {"interrupt_id": "a", "interruptId": "b", "status": "resolved", "payload": 1}
     with pytest.raises(InvalidResumeError, match="interrupt_id 'a' and interruptId 'b'; give one"):

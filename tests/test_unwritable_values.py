@@ -16,13 +16,13 @@ import json
 from typing import Any
 
 import pytest
+from rule_support import ask, paused_chat
 
 from interlude.adapters.fake import (
     FakeDriver,
     ScriptedAgent,
     finished,
     held,
-    interrupted,
     reply,
     started,
 )
@@ -56,13 +56,7 @@ def test_freeze_takes_integers_up_to_the_digit_limit_and_refuses_longer_ones() -
 
 def test_a_resume_payload_with_an_oversized_integer_is_an_invalid_resume() -> None:
     """R-B2: a payload with no JSON form is refused at the call; nothing is claimed."""
-    ask = {"id": "q", "reason": "input_required"}
-    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
-    chat = driver.chat()
-    chat.send("Go")
-    driver.run_until_idle()
-    batch = chat.pending_interrupts
-    assert batch is not None
+    _, chat, batch = paused_chat(ask("q"))
     before = chat.core_state
     with pytest.raises(InvalidResumeError, match="payload that is not JSON"):
         chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": HUGE}])
