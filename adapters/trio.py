@@ -252,7 +252,12 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         live: dict[int, anyio.CancelScope],
     ) -> None:
         ending: i.StreamEnded | i.AttemptFailed
-        frames = _batches(self._transport, body)
+        try:
+            frames = _batches(self._transport, body)
+        except Exception as exc:  # a transport that fails as it is called, before any await
+            if not scope.cancel_called:
+                resource.apply(_failed(attempt, exc))
+            return
         try:
             while True:
                 try:
@@ -260,12 +265,8 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                 except StopAsyncIteration:
                     ending = i.StreamEnded(attempt)
                     break
-                except (TransportError, ProtocolError) as exc:
-                    ending = i.AttemptFailed(attempt, exc)
-                    break
-                except Exception as exc:  # a transport bug or a raw I/O error: retryable
-                    error = TransportError(f"{type(exc).__name__}: {exc}", retryable=True)
-                    ending = i.AttemptFailed(attempt, error)
+                except Exception as exc:
+                    ending = _failed(attempt, exc)
                     break
                 if scope.cancel_called:
                     return  # aborted: a frame that arrives now is never delivered
@@ -421,6 +422,14 @@ async def _one_by_one(frames: AsyncIterator[str]) -> AsyncIterator[list[str]]:
             yield [data]
     finally:
         await _aclose(frames)
+
+
+def _failed(attempt: int, exc: Exception) -> i.AttemptFailed:
+    """How a transport's exception ends an attempt: its own error, or a retryable one."""
+    if isinstance(exc, TransportError | ProtocolError):
+        return i.AttemptFailed(attempt, exc)
+    # A transport bug or a raw I/O error: retryable, as a dropped connection is.
+    return i.AttemptFailed(attempt, TransportError(f"{type(exc).__name__}: {exc}", retryable=True))
 
 
 def _batches(transport: Transport, body: bytes) -> AsyncIterator[list[str]]:

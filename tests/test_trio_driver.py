@@ -474,6 +474,46 @@ def test_a_split_emoji_goes_back_whole_and_an_unwritable_request_fails_the_run()
     run_mock(main)
 
 
+class RaisingTransport:
+    """``stream()`` raises as it is called, before returning any iterator."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+
+    def stream(self, body: bytes) -> AsyncIterator[str]:
+        self.calls += 1
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "attempts"),
+    [(OSError("socket exhausted"), 3), (TransportError("HTTP 401", retryable=False), 1)],
+    ids=["os-error-retried", "transport-error-as-is"],
+)
+def test_a_transport_that_raises_as_it_is_called_fails_the_attempt_not_the_driver(
+    error: Exception, attempts: int
+) -> None:
+    """reference.md, Transport: its errors end the attempt (other exceptions are retryable
+    TransportErrors); the driver and its other resources go on."""
+    transport = RaisingTransport(error)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat, other = driver.chat(), driver.chat()
+                chat.send("hello")
+                await chat.wait_idle()
+                assert isinstance(chat.error, TransportError)
+                assert str(error) in str(chat.error)
+                assert transport.calls == attempts
+                other.send("still here")
+                await other.wait_idle()
+                assert other.error is not None and transport.calls == 2 * attempts
+
+    run_mock(main)
+
+
 # -- stop, thread changes, shutdown ----------------------------------------------------------
 
 
