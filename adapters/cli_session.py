@@ -75,9 +75,6 @@ def describe_error(error: InterludeError) -> list[str]:
     if isinstance(error, TransportError):
         if error.status is not None and error.body:
             lines.append(f"  the response said: {_one_line(error.body)}")
-        if error.retry_after is not None:
-            wait = f"{error.retry_after:g} s"
-            lines.append(f"  the endpoint asked to wait {wait} before trying again")
         lines.append("  " + _transport_advice(error.status))
     elif isinstance(error, ProtocolError):
         lines.append(
@@ -90,7 +87,7 @@ def describe_error(error: InterludeError) -> list[str]:
     elif isinstance(error, BatchExpiredError):
         lines.append("  an expired batch cannot be resumed; a new thread starts a new workflow")
     elif isinstance(error, ToolError):
-        lines.append("  a local tool failed")
+        lines.append("  the agent kept asking for local tools without finishing; the loop was cut")
     return lines
 
 
@@ -101,7 +98,11 @@ def _transport_advice(status: int | None) -> str:
         return "the endpoint refused the request: pass credentials with --header 'Name: value'"
     if status in (404, 405):
         return "check the URL: it should be the agent's AG-UI endpoint"
-    if status == 429 or status >= 500:
+    if status == 429:
+        return "the endpoint is limiting requests; try again later"
+    if status in (501, 505):
+        return "the server does not handle this request: is the URL an AG-UI agent endpoint?"
+    if status >= 500:
         return "the server failed or is overloaded; try again in a moment"
     return "the endpoint rejected the request"
 

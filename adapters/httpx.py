@@ -67,9 +67,10 @@ class HttpxTransport:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._idle_timeout = idle_timeout
-        # httpx's read timeout bounds each wait for the socket: the gap between bytes.
+        # httpx's read timeout bounds each wait for the socket: the gap between bytes. It is
+        # read_timeout while the head is awaited, then idle_timeout for the body (see below).
         self._timeout = httpx.Timeout(
-            connect=connect_timeout, read=idle_timeout, write=read_timeout, pool=connect_timeout
+            connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
         )
         self._max_frame_bytes = max_frame_bytes
 
@@ -118,12 +119,20 @@ class HttpxTransport:
             "POST", self.url, content=body, headers=self._headers, timeout=self._timeout
         )
         response = await self._send(request)
+        # The head is in: from here a read waits at most idle_timeout. httpcore reads the
+        # request's timeout extension when the body starts, and shares this very dict.
+        request.extensions["timeout"] = {
+            **request.extensions["timeout"],
+            "read": self._idle_timeout,
+        }
         chunks = response.aiter_bytes()
         try:
             if not response.is_success:
                 text = await self._error_body(response, chunks)
                 wait = retry_after(response.headers.get("Retry-After"), time.time())
-                raise TransportError.from_status(response.status_code, text, retry_after=wait)
+                raise TransportError.from_status(
+                    response.status_code, text, retry_after=wait, endpoint=self._where
+                )
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
@@ -144,8 +153,13 @@ class HttpxTransport:
             await _release(response, chunks)
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
+        # The whole wait for the head, connecting included, is bounded too: a server may
+        # trickle the head a byte at a time, each read within httpx's limit.
+        limit = None
+        if self._read_timeout is not None:
+            limit = self._read_timeout + (self._connect_timeout or 0)
         try:
-            with anyio.fail_after(self._read_timeout):
+            with anyio.fail_after(limit):
                 return await self._client.send(request, stream=True)
         except TimeoutError:
             raise TransportError(
@@ -158,7 +172,7 @@ class HttpxTransport:
             ) from exc
         except httpx.ReadTimeout as exc:
             raise TransportError(
-                f"{self._where} sent no response within {self._idle_timeout} s", retryable=True
+                f"{self._where} sent no response within {self._read_timeout} s", retryable=True
             ) from exc
         except httpx.PoolTimeout as exc:
             raise TransportError(

@@ -150,12 +150,17 @@ class TransportError(InterludeError):
 
     @classmethod
     def from_status(
-        cls, status: int, body: str, *, retry_after: float | None = None
+        cls, status: int, body: str, *, retry_after: float | None = None, endpoint: str = ""
     ) -> TransportError:
-        """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not."""
+        """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not.
+
+        ``endpoint`` names it in the message (without credentials or query, please).
+        """
         retryable = status >= 500 or status == 429
+        where = f"the endpoint {endpoint}" if endpoint else "the endpoint"
+        wait = f"; it asked to wait {retry_after:g} s before retrying" if retry_after else ""
         return cls(
-            f"the endpoint answered HTTP {status}",
+            f"{where} answered HTTP {status}{wait}",
             retryable=retryable,
             status=status,
             body=body,

@@ -327,7 +327,7 @@ def serve(status: int, content_type: str, body: bytes) -> tuple[str, Callable[[]
             "text/plain",
             b"Internal Server Error: the database is on fire",
             [
-                "error (TransportError): the endpoint answered HTTP 500",
+                "error (TransportError): the endpoint http://127.0.0.1:",
                 "the response said: Internal Server Error: the database is on fire",
                 "try again in a moment",
             ],
@@ -406,17 +406,29 @@ ANSWERS = "buy an espresso machine\ny\n\n1\n"
 
 
 def test_an_error_with_retry_after_says_how_long_the_endpoint_asked_to_wait() -> None:
-    error = TransportError.from_status(429, "slow down", retry_after=30)
+    error = TransportError.from_status(429, "slow down", retry_after=30, endpoint="http://h/a")
     lines = describe_error(error)
-    assert "  the endpoint asked to wait 30 s before trying again" in lines
-    assert "  the response said: slow down" in lines
+    assert lines[0] == (
+        "error (TransportError): the endpoint http://h/a answered HTTP 429; "
+        "it asked to wait 30 s before retrying"
+    )
+    assert lines[1:] == [
+        "  the response said: slow down",
+        "  the endpoint is limiting requests; try again later",
+    ]
+    lines = describe_error(TransportError.from_status(501, ""))
+    assert (
+        lines[-1]
+        == "  the server does not handle this request: is the URL an AG-UI agent endpoint?"
+    )
 
 
 def test_r_f4_rejected_resume_offers_the_same_answers_again() -> None:
     agent = LateFaults(Fault.refuse(400, "no thanks"))
     code, out, err = chat_in_process(agent, ANSWERS + "y\n")
     assert code == 0
-    assert "error (TransportError): the endpoint answered HTTP 400" in err
+    assert "error (TransportError): the endpoint http://127.0.0.1:" in err
+    assert "answered HTTP 400" in err
     assert "the response said: no thanks" in err
     assert "your answers were not taken: you can send them again" in err
     assert "Send the same answers again? (y: resend, n: answer again): y" in out

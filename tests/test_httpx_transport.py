@@ -266,7 +266,8 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
             retryable,
             f"no luck: {status}",
         )
-        assert error == TransportError.from_status(status, f"no luck: {status}")
+        assert error == TransportError.from_status(status, f"no luck: {status}", endpoint=url)
+        assert error.message == f"the endpoint {url} answered HTTP {status}"
 
     trio.run(main)
 
@@ -311,6 +312,7 @@ def test_a_retry_after_header_rides_the_transport_error() -> None:
                 await collect(transport)
         assert (caught.value.status, caught.value.retry_after) == (429, 12.0)
         assert caught.value.retryable
+        assert caught.value.message.endswith("HTTP 429; it asked to wait 12 s before retrying")
 
     trio.run(main)
 
@@ -435,6 +437,25 @@ def test_no_response_head_in_time_is_a_retryable_transport_error() -> None:
             with pytest.raises(TransportError, match=r"no response within 0\.2 s") as caught:
                 await collect(transport)
         assert caught.value.retryable
+
+    trio.run(main)
+
+
+def test_the_idle_timeout_does_not_cut_the_wait_for_the_head() -> None:
+    """reference.md: read_timeout bounds the wait for the head, idle_timeout only the
+    silences of the body; a slow head with a short idle_timeout is not an error."""
+
+    async def answer(stream: trio.SocketStream) -> None:
+        await trio.sleep(0.5)
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        await stream.send_all(head + b"Content-Length: %d\r\n\r\n%s" % (len(FRAME), FRAME))
+
+    async def main() -> None:
+        async with (
+            raw_server(answer) as url,
+            HttpxTransport(url, read_timeout=WAIT, idle_timeout=0.2) as transport,
+        ):
+            assert await collect(transport) == [FRAME_DATA]
 
     trio.run(main)
 
