@@ -866,6 +866,12 @@ def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
 
 
 def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
+    if not isinstance(i.error, err.TransportError | err.ProtocolError):
+        # A driver bug, not bad data from the network: say so at once.
+        raise err.UsageError(
+            f"AttemptFailed.error must be a TransportError or ProtocolError, not "
+            f"{type(i.error).__name__}; wrap other failures in TransportError(..., retryable=...)"
+        )
     run = _ended_or_current(s, i.attempt)
     if isinstance(run, Transition):
         return run

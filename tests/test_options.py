@@ -1,4 +1,5 @@
-"""Options: every field checked when built, and ``configure`` keeping what the resource owns.
+"""Options: every field checked when built, and ``configure`` keeping what the resource owns;
+inputs a driver builds wrongly are named at once.
 
 A wrong value is refused where it is written, with what the field takes, not
 later from deep inside a send (a typo in ``expiry`` used to behave as
@@ -13,8 +14,9 @@ import pytest
 
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started, tool_call
 from interlude.adapters.fake.script import Request
-from interlude.core import Configure, initial_state, step
-from interlude.core.errors import UsageError
+from interlude.core import AttemptFailed, Configure, Send, SendStarting, initial_state, step
+from interlude.core.commands import StartAttempt
+from interlude.core.errors import RunError, TransportError, UsageError
 from interlude.core.json import FrozenDict
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.wire.run_input import Context, Tool
@@ -130,3 +132,16 @@ def test_the_core_refuses_a_kind_change_and_says_how_to_keep_it() -> None:
     s = initial_state(Options(kind="completion"))
     with pytest.raises(UsageError, match=r"pass Options\(kind='completion', \.\.\.\)"):
         step(s, Configure(Options()), 0.0)
+
+
+@pytest.mark.parametrize("error", [None, ValueError("x"), RunError("x")], ids=repr)
+def test_an_attempt_failed_built_with_another_error_is_a_usage_error(error: Any) -> None:
+    """A driver bug is named at once; the state is left as it was."""
+    t = step(initial_state(Options(), thread_id="t1"), Send("hi"), 0.0)
+    (command,) = t.commands
+    assert isinstance(command, StartAttempt)
+    s = step(t.state, SendStarting(command.attempt), 0.0).state
+    with pytest.raises(UsageError, match="must be a TransportError or ProtocolError"):
+        step(s, AttemptFailed(command.attempt, error), 0.0)
+    retried = step(s, AttemptFailed(command.attempt, TransportError("x", retryable=True)), 0.0)
+    assert retried.state.run is not None and retried.state.run.attempt is None  # a back-off
