@@ -136,9 +136,16 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        """Cancel every stream, timer and tool, and wait for them all to end."""
+        """Stop what runs, cancel every stream, timer and tool, and wait for them all to end.
+
+        A resource left loading is stopped first, through the reducer, so that its
+        state says what happened (R-F4/R-F5 as for ``stop()``) instead of loading forever.
+        """
+        assert self._tg is not None
+        for books in self._books.values():
+            if books.resource.is_loading:
+                Resource.apply(books.resource, i.Stop())
         tg, self._tg = self._tg, None
-        assert tg is not None
         for books in self._books.values():
             books.cancel_all()
         tg.cancel_scope.cancel()
@@ -376,12 +383,20 @@ class AsyncResource(Resource):
         await self._wait(lambda: not self.is_loading, timeout, "become idle")
 
     async def wait_for_batch(self, timeout: float = 30) -> Batch:
-        """Wait until a batch awaits answers (pending and not claimed), and return it."""
-        await self._wait(
-            lambda: self.pending_interrupts is not None and not self.is_resuming,
-            timeout,
-            "publish a batch awaiting answers",
-        )
+        """Wait until a batch awaits answers (pending and not claimed), and return it.
+
+        Raises :class:`RuntimeError` as soon as the resource settles with an error and no
+        batch, rather than wait out ``timeout`` for one that cannot come.
+        """
+
+        def ready() -> bool:
+            if self.pending_interrupts is not None and not self.is_resuming:
+                return True
+            if self.error is not None and not self.is_loading and self.pending_interrupts is None:
+                raise RuntimeError(f"the run ended with an error and no batch: {self.error!r}")
+            return False
+
+        await self._wait(ready, timeout, "publish a batch awaiting answers")
         batch = self.pending_interrupts
         assert batch is not None
         return batch
@@ -400,6 +415,11 @@ class AsyncResource(Resource):
     async def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         with anyio.move_on_after(timeout):
             while not ready():
+                if self._async_driver._tg is None:
+                    raise RuntimeError(
+                        f"the resource cannot {what}: its TrioDriver has stopped (its "
+                        "`async with` block ended); wait inside the block"
+                    )
                 if self._changed is None:
                     self._changed = anyio.Event()
                 await self._changed.wait()

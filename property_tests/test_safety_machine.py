@@ -239,10 +239,18 @@ class SafetyMachine(RuleBasedStateMachine):
         if isinstance(input, _INTENTS_THAT_REWRITE_HISTORY):
             return
         old, new = before.checkpoint, after.checkpoint
+        commit = isinstance(input, i.FrameReceived) and _is_run_finished(input.data)
+        draft = before.draft
+        if commit and draft is not None and draft.base < len(old.messages):
+            # R-J2: the run's MESSAGES_SNAPSHOT replaced the history (it resets ``base``);
+            # the server is authoritative, and what it sent is what is committed.
+            if after.error is None:
+                kept = [m.id for m in new.messages] == [m.id for m in draft.messages]
+                assert kept, "the snapshot was not what was committed"
+            return
         assert list(new.messages)[: len(old.messages)] == list(old.messages), (
             "a committed message was lost"
         )
-        commit = isinstance(input, i.FrameReceived) and _is_run_finished(input.data)
         if not commit:
             # R-F6: only finished tool results are committed outside a RUN_FINISHED;
             # what a failed or stopped run streamed is dropped.

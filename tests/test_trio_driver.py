@@ -409,6 +409,23 @@ def test_expiry_found_just_before_the_send_sends_nothing() -> None:
     assert len(transport.requests) == 1
 
 
+def test_wait_for_batch_raises_as_soon_as_the_run_fails_without_one() -> None:
+    """It does not wait out its timeout for a batch that cannot come."""
+
+    def refuse(req: Request) -> list[Any]:
+        return [Fail(TransportError.from_status(400, "bad request"))]
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport(refuse)) as driver:
+            chat = driver.chat()
+            chat.send("hello")
+            with trio.fail_after(1), pytest.raises(RuntimeError, match="ended with an error"):
+                await chat.wait_for_batch(timeout=60)
+            assert isinstance(chat.error, TransportError)
+
+    trio.run(main)
+
+
 def test_a_non_retryable_transport_error_surfaces_in_error() -> None:
     """R-F1, R-F7: an HTTP 400 is not retried; it is the resource's error, not an exception."""
 
@@ -650,11 +667,16 @@ def test_leaving_the_driver_cancels_a_hanging_stream_and_hanging_tools() -> None
             assert await trio.to_thread.run_sync(thread_done.wait, 5)
             assert seen == {"block": True, "sleep": True}
             assert sorted(e[0] for e in transport.endings) == ["Cancelled", "end"]
+            # Both were stopped on the way out: their state says so, not "loading" forever.
+            assert not streaming.is_loading and not working.is_loading
+            assert streaming.error is None and working.error is None
             # The resources are frozen with the driver: input is refused, nothing changes.
             before = working.core_state
             with pytest.raises(RuntimeError, match="not running"):
                 working.stop()
             assert working.core_state is before
+            with pytest.raises(RuntimeError, match="its TrioDriver has stopped"):
+                await working.wait_for_batch(timeout=60)  # at once, not after the timeout
 
     trio.run(main)
 
