@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import signal
+import socket
 import sys
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -31,6 +32,7 @@ from interlude.adapters.agent_scenarios import (
     FaultKind,
     RecordedRequest,
     ReferenceAgent,
+    expiry_argument,
 )
 
 __all__ = [
@@ -239,7 +241,11 @@ async def serve_agent(
     port: int = 0,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``agent`` until cancelled; ``nursery.start`` returns its URL, ``http://host:port/``."""
+    """Serve ``agent`` until cancelled; ``nursery.start`` returns its URL, ``http://host:port/``.
+
+    Raises ``OSError`` if it cannot listen there (a port in use, an unknown host).
+    """
+    _try_bind(host, port)
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.loglevel = "WARNING"
@@ -252,33 +258,64 @@ async def serve_agent(
         task_status.started(binds[0] + "/")
 
 
+def _try_bind(host: str, port: int) -> None:
+    """Bind once and close at once, so that a bad address fails here, cleanly: hypercorn
+    leaves the socket of a failed bind open (a ResourceWarning later, somewhere else)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as hypercorn does
+        trial.bind(address)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a reference agent, print its URL, and run until Ctrl-C."""
     parser = argparse.ArgumentParser(prog="python -m interlude.adapters.agent", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=_port, default=8000, help="0 picks a free one")
     parser.add_argument(
-        "--expires-in", type=float, default=None, help="give every interrupt this many seconds"
+        "--expires-in",
+        type=expiry_argument,
+        default=None,
+        help="give every interrupt this many seconds",
     )
     args = parser.parse_args(argv)
     agent = ReferenceAgent(expires_in=args.expires_in)
-
-    async def run() -> None:
-        # Signals end the server through its nursery: a KeyboardInterrupt raised wherever the
-        # main thread happens to be could land inside a request task, where hypercorn swallows it.
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
-                url = await nursery.start(
-                    partial(serve_agent, agent, host=args.host, port=args.port)
-                )
-                print(url, flush=True)
-                async for _ in signals:
-                    break
-                nursery.cancel_scope.cancel()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(run)
+    failure: OSError | None = None
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            trio.run(_serve_until_signalled, agent, args.host, args.port)
+    except* OSError as group:  # cannot bind: a port in use, an unknown host, no permission
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):  # nurseries nest their groups
+            leaf = leaf.exceptions[0]
+        failure = leaf  # type: ignore[assignment]
+    if failure is not None:
+        where = f"{args.host}:{args.port}"
+        print(f"{parser.prog}: error: cannot serve on {where}: {failure}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {text!r}")
+    return port
+
+
+async def _serve_until_signalled(agent: ReferenceAgent, host: str, port: int) -> None:
+    # Signals end the server through its nursery: a KeyboardInterrupt raised wherever the
+    # main thread happens to be could land inside a request task, where hypercorn swallows it.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(partial(serve_agent, agent, host=host, port=port))
+            print(url, flush=True)
+            async for _ in signals:
+                break
+            nursery.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

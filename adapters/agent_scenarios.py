@@ -11,6 +11,7 @@ rather than against a library that shares the client's assumptions.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import math
@@ -31,12 +32,43 @@ __all__ = [
     "RecordedRequest",
     "ReferenceAgent",
     "check_request",
+    "expiry_argument",
+    "expiry_seconds",
     "matches_schema",
     "rfc3339",
 ]
 
 Event = dict[str, Any]
 """One AG-UI event as it goes on the wire (camelCase keys)."""
+
+MAX_EXPIRY_SECONDS = 366 * 24 * 3600.0
+"""The longest lifetime the reference agent gives an interrupt: a year and a day."""
+
+
+def expiry_seconds(value: object) -> float:
+    """An interrupt lifetime in seconds: a finite number in (0, MAX_EXPIRY_SECONDS].
+
+    Raises ValueError saying so (argparse shows it for ``--expires-in``).
+    """
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 < seconds <= MAX_EXPIRY_SECONDS:
+        raise ValueError(
+            f"an interrupt lifetime is a number of seconds above 0 and at most "
+            f"{MAX_EXPIRY_SECONDS:.0f} (a year and a day), not {value!r}"
+        )
+    return seconds
+
+
+def expiry_argument(text: str) -> float:
+    """:func:`expiry_seconds` as an argparse ``type=``, so the reason shows in the error."""
+    try:
+        return expiry_seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
 
 PURCHASE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -428,8 +460,8 @@ class ReferenceAgent:
         accept_cancelled_expired: bool = True,
     ) -> None:
         self.clock = clock
-        self.expires_in = expires_in
-        self.hurry_expires_in = hurry_expires_in
+        self.expires_in = expires_in if expires_in is None else expiry_seconds(expires_in)
+        self.hurry_expires_in = expiry_seconds(hurry_expires_in)
         self.accept_cancelled_expired = accept_cancelled_expired
         """AG-UI 1.0 lets a consumer move past an expired interrupt by cancelling it."""
         self.faults: list[Fault] = []

@@ -22,18 +22,19 @@ from functools import partial
 from typing import Any, TextIO
 
 import attrs
-import httpx
 import trio
 
+from interlude.core.errors import UsageError
 from interlude.core.json import freeze
 from interlude.core.options import Options
 from interlude.core.wire.run_input import Tool
 
+from .agent_scenarios import expiry_argument
 from .cli_console import Console
 from .cli_log import LoggingTransport
 from .cli_script import Script, ScriptError
 from .cli_session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Session
-from .httpx import HttpxTransport
+from .httpx import HttpxTransport, checked_headers, endpoint_url
 from .trio import Transport, TrioDriver
 
 __all__ = ["ChatConfig", "build_parser", "get_local_time", "main", "run", "run_chat"]
@@ -94,10 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--thread", metavar="ID", help="the thread id to start with")
     chat.add_argument(
         "--agent-expires-in",
-        type=float,
+        type=expiry_argument,
         metavar="SECONDS",
         help="embedded agent only: every interrupt expires after this many seconds",
     )
+    chat.set_defaults(parser=chat)  # errors in the checks below show chat's usage
     return parser
 
 
@@ -143,20 +145,22 @@ def _discard_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
-def _config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ChatConfig:
+def _config(top: argparse.ArgumentParser, args: argparse.Namespace) -> ChatConfig:
+    parser: argparse.ArgumentParser = getattr(args, "parser", top)
     headers: dict[str, str] = {}
     for raw in args.header:
         name, colon, value = raw.partition(":")
         if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
             parser.error(f"--header {raw!r}: write it as 'Name: value'")
         headers[name.strip()] = value.strip()
-    if args.url is not None:
-        try:
-            url = httpx.URL(args.url)
-        except (httpx.InvalidURL, TypeError) as exc:
-            parser.error(f"{args.url!r} is not a URL: {exc}")
-        if url.scheme not in ("http", "https") or not url.host:
-            parser.error(f"{args.url!r}: give an http:// or https:// URL")
+    try:
+        checked_headers(headers)
+        if args.url is not None:
+            endpoint_url(args.url)
+    except UsageError as exc:
+        parser.error(str(exc))
+    if args.thread is not None and not args.thread:
+        parser.error("--thread: give a non-empty thread id, or leave it out for a new one")
     if args.agent_expires_in is not None and args.url is not None:
         parser.error("--agent-expires-in applies to the embedded agent only (no URL)")
     script = Script.load(args.answers) if args.answers else None

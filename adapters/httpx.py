@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import email.utils
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
@@ -21,7 +22,7 @@ from interlude.core.errors import ProtocolError, TransportError, UsageError
 
 from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
 
-__all__ = ["ERROR_BODY_LIMIT", "HttpxTransport", "retry_after"]
+__all__ = ["ERROR_BODY_LIMIT", "HttpxTransport", "checked_headers", "endpoint_url", "retry_after"]
 
 ERROR_BODY_LIMIT = 4096
 """Bytes of a non-2xx answer's body kept in the ``TransportError``: enough to explain."""
@@ -56,10 +57,10 @@ class HttpxTransport:
         idle_timeout: float | None = 300.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        self.url = _endpoint(url)  # a malformed URL fails here, not at the first run
+        self.url = endpoint_url(url)  # a malformed URL fails here, not at the first run
         # Error messages name the endpoint without credentials or query (tokens live there).
         self._where = str(self.url.copy_with(userinfo=b"", query=None, fragment=None))
-        self._headers = httpx.Headers(headers)
+        self._headers = checked_headers(headers)
         self._headers["Content-Type"] = "application/json"
         self._headers["Accept"] = "text/event-stream"
         self._owns_client = client is None
@@ -255,6 +256,10 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
         await response.aclose()
 
 
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name (RFC 9110 token)."""
+
+
 def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
@@ -277,7 +282,7 @@ def retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-def _endpoint(url: object) -> httpx.URL:
+def endpoint_url(url: object) -> httpx.URL:
     """``url`` as an absolute http(s) URL with a host; a ``UsageError`` saying why not."""
     problem = None
     try:
@@ -294,4 +299,17 @@ def _endpoint(url: object) -> httpx.URL:
     hint = ""
     if isinstance(url, str) and "://" not in url and " " not in url:
         hint = f" (did you mean 'http://{url}'?)"
-    raise UsageError(f"HttpxTransport: {url!r} is not an endpoint URL: {problem}{hint}")
+    raise UsageError(f"{url!r} is not an endpoint URL: {problem}{hint}")
+
+
+def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
+    """``headers`` as httpx sends them; a ``UsageError`` naming one HTTP cannot carry."""
+    for name, value in (headers or {}).items():
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise UsageError(f"{name!r} is not an HTTP header name")
+        if not isinstance(value, str) or not value.isascii() or any(c in value for c in "\r\n\0"):
+            raise UsageError(
+                f"the value of header {name!r} must be ASCII text on one "
+                f"line, not {value!r} (encode other text, for example as RFC 8187 or base64)"
+            )
+    return httpx.Headers(headers)

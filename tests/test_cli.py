@@ -11,6 +11,7 @@ import http.server
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +24,9 @@ import pytest
 import trio
 
 from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
+from interlude.adapters.agent import main as agent_main
 from interlude.adapters.cli import ChatConfig, run_chat
+from interlude.adapters.cli import main as cli_main
 from interlude.adapters.cli_console import Console
 from interlude.adapters.cli_session import describe_error
 from interlude.core.errors import TransportError
@@ -365,6 +368,63 @@ def test_bad_arguments_are_usage_errors() -> None:
     assert done.returncode == 2 and "http:// or https://" in done.stderr
     done = run_cli("--header", "no colon here")
     assert done.returncode == 2 and "'Name: value'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--thread", ""], "--thread: give a non-empty thread id"),
+        (["--header", "X-Name: é"], "the value of header 'X-Name' must be ASCII text"),
+        (["--header", "X: a\x00b"], "must be ASCII text on one line"),
+        (["localhost:8000"], "did you mean 'http://localhost:8000'"),
+        (["--agent-expires-in", "nan"], "above 0 and at most 31622400"),
+        (["--agent-expires-in", "1e308"], "above 0 and at most 31622400"),
+        (["--agent-expires-in", "0"], "above 0"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)
+def test_more_bad_arguments_are_usage_errors_with_the_chat_usage(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2 and a line that says what to change, not a traceback at run time."""
+    with pytest.raises(SystemExit) as exited:
+        cli_main(["chat", *args])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert says in err and "usage: interlude chat" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--port", "99999"], "a port is a number from 0 to 65535"),
+        (["--port", "http"], "a port is a number from 0 to 65535"),
+        (["--expires-in", "inf"], "an interrupt lifetime is a number of seconds"),
+    ],
+)
+def test_the_agent_command_refuses_bad_arguments(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        agent_main(args)
+    assert exited.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_the_agent_command_says_why_it_cannot_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert agent_main(["--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: cannot serve on 127.0.0.1:{port}:" in err and "in use" in err
+    assert "Traceback" not in err
+
+
+def test_the_reference_agent_refuses_an_expiry_it_cannot_write() -> None:
+    for bad in (float("nan"), float("inf"), 1e308, 0, -5):
+        with pytest.raises(ValueError, match="an interrupt lifetime"):
+            ReferenceAgent(expires_in=bad)
 
 
 # -- failures of a resume, in process (faults injected into the reference agent) ---------------

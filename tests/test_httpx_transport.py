@@ -249,6 +249,22 @@ def test_a_url_that_is_not_an_endpoint_is_refused_at_construction(url: Any, says
 
 
 @pytest.mark.parametrize(
+    ("headers", "says"),
+    [
+        ({"X-Name": "é"}, "the value of header 'X-Name' must be ASCII text on one line"),
+        ({"X-Name": "a\r\nInjected: yes"}, "must be ASCII text on one line"),
+        ({"Bad Name": "v"}, "'Bad Name' is not an HTTP header name"),
+        ({"X": 5}, "must be ASCII text"),
+    ],
+)
+def test_a_header_http_cannot_carry_is_refused_at_construction(
+    headers: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(UsageError, match=re.escape(says)):
+        HttpxTransport("http://127.0.0.1:1/", headers=headers)
+
+
+@pytest.mark.parametrize(
     ("status", "retryable"), [(500, True), (503, True), (429, True), (400, False), (404, False)]
 )
 def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> None:
