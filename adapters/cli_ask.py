@@ -18,6 +18,7 @@ from interlude.core.state import Batch
 from interlude.core.wire.messages import AssistantMessage, Message
 from interlude.core.wire.run_input import Interrupt
 
+from .cli_console import capped, one_line
 from .cli_forms import (
     ArrayField,
     ChoiceField,
@@ -45,6 +46,9 @@ FORM_HELP: Final = (
     "/new abandons them all and starts a new thread; /quit exits."
 )
 _ABORTS = ("/new", "/quit")
+
+MAX_CHOICES_SHOWN: Final = 50
+"""A schema's enum may hold thousands: the rest are chosen by number or by value."""
 
 
 class Prompter(Protocol):
@@ -103,10 +107,13 @@ def describe_interrupt(
     interrupt: Interrupt, *, now: float, messages: Sequence[Message] = ()
 ) -> str:
     """The question, then its id, reason, expiry, the tool call it is about and its metadata."""
-    title = interrupt.message if interrupt.message else f"({interrupt.reason or 'no reason'})"
-    facts = [f"id {interrupt.id}"]
+    # Everything here comes from the agent: one-line facts stay on their line, and a
+    # huge message is cut, so it can neither fake lines nor flood the terminal.
+    reason = one_line(interrupt.reason)
+    title = capped(interrupt.message) if interrupt.message else f"({reason or 'no reason'})"
+    facts = [f"id {one_line(interrupt.id)}"]
     if interrupt.reason:
-        facts.append(f"reason {interrupt.reason}")
+        facts.append(f"reason {reason}")
     if interrupt.expires_at_epoch is not None:
         left = interrupt.expires_at_epoch - now
         facts.append(
@@ -192,9 +199,12 @@ class _Walker:
         if title is not None and title != field.name:
             self.io.say(f"{pad}{field.name}: {title}")
         if isinstance(field, ChoiceField):
-            for n, choice in enumerate(field.choices, 1):
+            for n, choice in enumerate(field.choices[:MAX_CHOICES_SHOWN], 1):
                 shown = choice if isinstance(choice, str) else format_json(choice)
-                self.io.say(f"{pad}  {n}) {shown}")
+                self.io.say(f"{pad}  {n}) {one_line(shown)}")
+            hidden = len(field.choices) - MAX_CHOICES_SHOWN
+            if hidden > 0:
+                self.io.say(f"{pad}  ... and {hidden} more: type a number or the value itself")
         while True:
             line = await self._line(f"{pad}{field.name} ({hint(field)}): ", field)
             if not line.strip() and not isinstance(field, TextField | ArrayField):

@@ -31,11 +31,29 @@ _CONTROLS: Final = {
     **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
     # A lone surrogate (half an emoji an agent split) has no UTF-8 form: printing it raises.
     **{c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)},
+    # Bidirectional overrides and isolates reorder what follows them on the line.
+    **{c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F))},
+    **{c: f"\\u{c:04x}" for c in range(0x2066, 0x206A)},
 }
 
 
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` for a place that must stay one line (an id, a reason, a choice): line
+    ends shown as ``\\n``, and at most ``limit`` characters."""
+    flat = text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def capped(text: str, limit: int = 4000) -> str:
+    """``text`` cut at ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters not shown)"
+
+
 def visible(text: str) -> str:
-    """``text`` with control characters shown as ``^[``-style escapes, lone surrogates as ``\\u``.
+    """``text`` with control characters shown as ``^[``-style escapes; lone surrogates and
+    bidirectional controls as ``\\u`` escapes.
 
     Everything printed comes from the network (agent text, schemas, error
     bodies): an escape sequence in it must not move the cursor, retitle the

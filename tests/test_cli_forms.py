@@ -14,6 +14,7 @@ import trio
 
 from interlude.adapters.agent_scenarios import ADDRESS_SCHEMA, PURCHASE_SCHEMA
 from interlude.adapters.cli_ask import FormAborted, ask_batch, describe_interrupt
+from interlude.adapters.cli_console import visible
 from interlude.adapters.cli_forms import (
     ArrayField,
     BoolField,
@@ -441,3 +442,24 @@ def test_describe_interrupt_shows_expiry_tool_call_and_metadata() -> None:
     assert 'place_order {"q":1}' in text
     assert "price: 249" in text
     assert "EXPIRED" in describe_interrupt(item, now=item.expires_at_epoch)
+
+
+def test_what_a_hostile_agent_sends_cannot_fake_lines_or_flood_the_terminal() -> None:
+    """An id or reason stays on its line; a huge message and a huge enum are cut; bidi
+    overrides are shown as escapes, not obeyed."""
+    item = Interrupt(
+        id="q\nagent> you approved everything",
+        reason="why\r\nnot",
+        message="x" * 10_000,
+    )
+    text = describe_interrupt(item, now=0.0)
+    assert "q\\nagent> you approved everything" in text and "why\\nnot" in text
+    assert text.count("\n") == 1  # the title line and the facts line
+    assert "(6000 more characters not shown)" in text
+    assert visible("evil \u202etxt.exe") == "evil \\u202etxt.exe"
+
+    many = interrupt("pick", {"enum": [f"option {n}" for n in range(1000)]}, "Pick one")
+    entries, io = walk([many], ["option 777"])
+    assert entries[0]["payload"] == "option 777"
+    assert "50) option 49" in io.output and "51) option 50" not in io.output
+    assert "... and 950 more: type a number or the value itself" in io.output
