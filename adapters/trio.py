@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self, assert_never
@@ -114,7 +115,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         self._wall_start = 0.0
         self._loop_start = 0.0
         self._loop_time: Callable[[], float] = anyio.current_time
-        self._books: dict[int, _Books] = {}
+        # Weak: a resource the application dropped, with nothing running, is freed (its
+        # books live on the resource, and a running task holds them while it runs).
+        self._resources: weakref.WeakSet[AsyncResource] = weakref.WeakSet()
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -142,12 +145,13 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         state says what happened (R-F4/R-F5 as for ``stop()``) instead of loading forever.
         """
         assert self._tg is not None
-        for books in self._books.values():
-            if books.resource.is_loading:
-                Resource.apply(books.resource, i.Stop())
+        resources = list(self._resources)
+        for r in resources:
+            if r.is_loading:
+                Resource.apply(r, i.Stop())
         tg, self._tg = self._tg, None
-        for books in self._books.values():
-            books.cancel_all()
+        for r in resources:
+            r._books.cancel_all()
         tg.cancel_scope.cancel()
         try:
             return await tg.__aexit__(exc_type, exc, tb)
@@ -177,7 +181,8 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
             options = attrs.evolve(options, id_prefix=f"interlude-{secrets.token_hex(4)}")
         r = AsyncResource(self, options, thread_id=thread_id, messages=messages, state=state)
         tools = {name: ToolShape.of(fn) for name, fn in local_tools.items()}
-        self._books[id(r)] = _Books(r, tools)
+        r._books = _Books(r, tools)
+        self._resources.add(r)
         return r
 
     # -- the Driver protocol -------------------------------------------------------------
@@ -191,9 +196,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         return self._wall_start + (self._loop_time() - self._loop_start)
 
     def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
-        books = self._books.get(id(resource))
-        if books is None or books.resource is not resource:
+        if not isinstance(resource, AsyncResource) or resource._async_driver is not self:
             raise RuntimeError("this resource was not created by this driver")
+        books = resource._books
         for c in commands:
             if isinstance(c, StartAttempt):
                 scope = books.attempts[c.attempt] = anyio.CancelScope()
@@ -368,6 +373,7 @@ class AsyncResource(Resource):
     ) -> None:
         super().__init__(driver, options, thread_id=thread_id, messages=messages, state=state)
         self._async_driver = driver
+        self._books: _Books  # set by the driver as it creates the resource
         self._changes = 0
         self._changed: anyio.Event | None = None
         self.subscribe(self._count_change)

@@ -8,8 +8,10 @@ clock would leap to the next deadline (the test's own ``fail_after``).
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -679,6 +681,30 @@ def test_leaving_the_driver_cancels_a_hanging_stream_and_hanging_tools() -> None
                 await working.wait_for_batch(timeout=60)  # at once, not after the timeout
 
     trio.run(main)
+
+
+def test_a_long_lived_driver_does_not_keep_the_resources_an_application_dropped() -> None:
+    """An SDK that makes one resource per request on one driver must not grow forever."""
+
+    def done(req: Request) -> list[Any]:
+        return [started(req), text("m1", "hi"), finished(req)]
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport(*[done] * 20)) as driver:
+            gone: list[weakref.ref[AsyncResource]] = []
+            for n in range(20):
+                chat = driver.chat()
+                chat.send(f"request {n}")
+                await chat.wait_idle()
+                assert chat.error is None
+                gone.append(weakref.ref(chat))
+                del chat
+            gc.collect()
+            assert [r for r in gone if r() is not None] == []
+            last = driver.chat()  # and the driver goes on
+            assert not last.is_loading
+
+    run_mock(main)
 
 
 # -- local tools ------------------------------------------------------------------------------
