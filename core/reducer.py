@@ -124,7 +124,12 @@ def step(state: State, input: Input, now: float) -> Transition:
     handler = _HANDLERS.get(type(input))
     if handler is None:
         raise err.UsageError(f"{type(input).__name__} is not an interlude input")
+    if (type(now) is not float and type(now) is not int) or not -_INF < now < _INF:
+        raise err.UsageError(f"now must be finite epoch seconds (a float), not {now!r}")
     return handler(state, input, now)
+
+
+_INF = float("inf")
 
 
 # -- the transition builder ------------------------------------------------------

@@ -145,3 +145,12 @@ def test_an_attempt_failed_built_with_another_error_is_a_usage_error(error: Any)
         step(s, AttemptFailed(command.attempt, error), 0.0)
     retried = step(s, AttemptFailed(command.attempt, TransportError("x", retryable=True)), 0.0)
     assert retried.state.run is not None and retried.state.run.attempt is None  # a back-off
+
+
+@pytest.mark.parametrize("now", ["later", None, float("nan"), float("inf"), True], ids=repr)
+def test_a_clock_reading_that_is_not_finite_seconds_is_a_usage_error(now: Any) -> None:
+    """Refused at the step, not later as a TypeError or a timer due at NaN."""
+    s = initial_state(Options(), thread_id="t1")
+    with pytest.raises(UsageError, match="now must be finite epoch seconds"):
+        step(s, Send("hi"), now)
+    assert step(s, Send("hi"), 0).state.run is not None  # an int is fine
