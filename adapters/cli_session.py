@@ -382,16 +382,21 @@ class Session:
 
     async def scripted(self, script: Script) -> int:
         """Send each message, answer every batch from ``script``, print the transcript."""
+        asked: set[str] = set()
         for message in script.messages:
             self.console.line(f"you> {message}")
             if not await self._run(_sender(self.chat, message), WAITING):
                 return EXIT_FAILED
-            code = await self._settle_scripted(script)
+            code = await self._settle_scripted(script, asked)
             if code != EXIT_OK:
                 return code
+        unused = sorted(set(script.answers) - asked)
+        if unused:  # a typo in an id, most likely: say so rather than pass in silence
+            listed = ", ".join(map(repr, unused))
+            self.console.error(f"note: the agent never asked {listed}; those answers were not used")
         return EXIT_OK
 
-    async def _settle_scripted(self, script: Script) -> int:
+    async def _settle_scripted(self, script: Script, asked: set[str]) -> int:
         chat = self.chat
         while True:
             if self.stopped:
@@ -405,6 +410,7 @@ class Session:
                 self._say_expired(batch)
                 return EXIT_FAILED
             self._show_batch(batch, script)
+            asked.update(i.id for i in batch.interrupts)
             try:
                 entries = script.entries_for(batch)
             except ScriptError as exc:

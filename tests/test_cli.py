@@ -239,6 +239,23 @@ def test_answers_file_runs_unattended_and_log_records_the_wire(tmp_path: Path) -
     received = [line["data"]["type"] for line in lines if line["direction"] == "receive"]
     assert received[0] == "RUN_STARTED"
     assert received.count("RUN_FINISHED") == 4
+    assert "never asked" not in done.stderr  # every answer was used
+
+
+def test_answers_the_agent_never_asked_for_are_named(tmp_path: Path) -> None:
+    script = {
+        "messages": ["buy an espresso machine"],
+        "answers": {
+            "purchase": "cancel",
+            "shipping-address": "cancel",
+            "shiping-adress": {"addressId": "address-123"},
+        },
+    }
+    done = run_cli("--answers", write_json(tmp_path / "a.json", script))
+    assert done.returncode == 0, done.stderr
+    assert "note: the agent never asked 'shiping-adress'; those answers were not used" in (
+        done.stderr
+    )
 
 
 def test_answers_file_cancel_and_missing_answer(tmp_path: Path) -> None:
