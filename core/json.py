@@ -166,7 +166,9 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
                 out: dict[str, JSON] = {}
                 for key, v in value.items():
                     if type(key) is not str:
-                        raise _Fail(f"object key of type {type(key).__name__}, not str")
+                        if not isinstance(key, str):
+                            raise _Fail(f"object key of type {type(key).__name__}, not str")
+                        key = str.__str__(key)  # a StrEnum key: its text, as json.dumps
                     out[key] = _freeze(v, depth + 1, max_depth, active)
                 return _wrap(out)
             items: list[JSON] = []
@@ -185,8 +187,9 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
         return value if same else PVec.from_iterable(frozen)
     if isinstance(value, int):  # int subclasses such as IntEnum
         return _freeze(int(value), depth, max_depth, active)
-    if isinstance(value, str):  # StrEnum and other str subclasses
-        return str(value)
+    if isinstance(value, str):  # StrEnum, (str, Enum) and other str subclasses
+        # Their text, as json.dumps writes it; str() of a (str, Enum) is "Choice.APPROVE".
+        return str.__str__(value)
     if isinstance(value, float):
         return _freeze(float(value), depth, max_depth, active)
     raise _Fail(f"a {t.__name__} has no JSON form")

@@ -40,6 +40,34 @@ class Level(enum.IntEnum):
     HIGH = 3
 
 
+class Choice(str, enum.Enum):  # noqa: UP042 - the mixin apps still use; str() is "Choice.APPROVE"
+    APPROVE = "approve"
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+
+
+def test_str_subclasses_freeze_to_the_text_json_dumps_writes() -> None:
+    """R-B1: an enum payload goes out as json.dumps would write it, never as its repr."""
+    frozen = freeze({Choice.APPROVE: Choice.APPROVE, "c": [Colour.RED]})
+    assert frozen == {"approve": "approve", "c": ("red",)}
+    assert [type(k) for k in frozen] == [str, str]  # type: ignore[union-attr]
+    assert type(frozen["approve"]) is str  # type: ignore[index]
+    assert json.loads(encode_json(frozen)) == json.loads(
+        json.dumps({"approve": "approve", "c": ["red"]})
+    )
+
+
+def test_an_enum_payload_is_sent_as_its_value() -> None:
+    driver, chat, batch = paused_chat(ask("q"))
+    chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": Choice.APPROVE}])
+    driver.run_until_idle()
+    assert driver.requests[-1].resume == [
+        {"interruptId": "q", "status": "resolved", "payload": "approve"}
+    ]
+
+
 def finish(req: Request) -> Any:
     return reply(started(req), finished(req))
 
