@@ -575,10 +575,15 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
 
 def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
     tx.emit(AbortAttempt(attempt))
-    tx.set(
-        lingering=tx.s.lingering - {attempt},
-        error=err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}"),
-    )
+    tx.set(lingering=tx.s.lingering - {attempt})
+    error = err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}")
+    if tx.s.resuming and tx.s.claim is None:
+        # A run of the acknowledged resumed interaction broke the protocol before the
+        # interaction settled: recovery, as for any failure there (R-F5). Only runs of
+        # this interaction linger now: the acknowledgement retired the others.
+        _interrupt(tx, error)
+    else:
+        tx.set(error=error)
 
 
 def _event(s: State, i: EventReceived, now: float) -> Transition:
@@ -655,9 +660,13 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
     tx.set(run=evolve(run, attempt=acked), draft=stream)
     if run.kind == "resume":
         # R-C3: the acknowledgement retires the claimed batch and releases the claim
-        # (R-D2); the state stays locked while this run owns it.
+        # (R-D2); the state stays locked while this run owns it. The streams of earlier
+        # runs close with it: their late events no longer concern this thread's state.
         tx.set(batch=None, claim=None)
         _cancel_expiry_timer(tx)
+        for old in sorted(tx.s.lingering):
+            tx.emit(AbortAttempt(old))
+        tx.set(lingering=frozenset())
 
 
 _LIFECYCLE = frozenset({ev.RunStarted, ev.RunFinished, ev.RunError})
@@ -676,6 +685,7 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         )
         return
     assert tx.s.draft is not None
+    history = tx.s.checkpoint.messages  # as committed before this run
     stream = close_all(tx.s.draft)
     tx.set(
         checkpoint=Checkpoint(messages=stream.messages, state=stream.state),
@@ -695,47 +705,49 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
             f"{outcome.type!r}; read as success (AG-UI 1.0)"
         )
         tx.set(warnings=_noted(tx.s.warnings, note))
-    pending: tuple[str, ...] = ()
-    if isinstance(outcome, ev.SuccessOutcome) and outcome.pending_tool_call_ids:
-        pending = _named_calls(tx, stream, attempt, outcome.pending_tool_call_ids)
-    else:
-        local = tx.s.options.local_tools
-        calls = _calls_by_id(stream)
-        pending = tuple(
-            c
-            for c in stream.new_calls
-            if c not in stream.results and c in calls and calls[c][0] in local
-        )
+    named = outcome.pending_tool_call_ids if isinstance(outcome, ev.SuccessOutcome) else None
+    pending = _calls_to_run(tx, history, stream, attempt, named or ())
     if pending:
         _start_tools(tx, stream, pending)
     else:
         _settle(tx)
 
 
-def _named_calls(tx: _Tx, stream: Stream, attempt: Attempt, ids: Sequence[str]) -> tuple[str, ...]:
-    """R-J6 within R-D4/R-D5: the named calls left to answer here, in call order, each once.
+def _calls_to_run(
+    tx: _Tx, history: PVec[Message], stream: Stream, attempt: Attempt, named: Sequence[str]
+) -> tuple[str, ...]:
+    """The calls a successful run leaves to this client, in call order, each once.
 
-    A call that already has a result, or that an earlier run started (a saved call,
-    R-D4), is not run again and gets no second result; a warning says so. An id
-    the history does not know at all is answered with an error tool message
-    (appended last), so the endpoint is not left waiting for it.
+    R-J6: the ones ``pendingToolCallIds`` names, else (R-D5) those this run
+    started for tools registered here. Either way a call that already has a
+    result, or that an earlier run started (a saved call, re-streamed or named
+    again: R-D4), is not run and gets no second result; a warning says so. A
+    named id the history does not know at all is answered with an error tool
+    message (appended last), so the endpoint is not left waiting for it.
     """
     streamed = {c: n for n, c in enumerate(stream.new_calls)}
-    named = dict.fromkeys(ids)
-    answered = stream.results
-    others = [c for c in named if c not in streamed or c in answered]
-    skipped: list[str] = []
-    if others:
-        earlier, results = _known_calls(stream.messages, set(others))
-        skipped = [c for c in others if c in answered or c in results or c in earlier]
-        if skipped:
-            note = (
-                f"run {attempt.run_id!r} named tool call(s) {', '.join(map(repr, skipped))} "
-                "in pendingToolCallIds that already have a result or an earlier run "
-                "started; they are not run here (R-D4, R-D5)"
-            )
-            tx.set(warnings=_noted(tx.s.warnings, note))
-    left = [c for c in named if c not in skipped]
+    if named:
+        wanted = dict.fromkeys(named)
+    else:
+        local = tx.s.options.local_tools
+        calls = _calls_by_id(stream)
+        wanted = dict.fromkeys(c for c in stream.new_calls if c in calls and calls[c][0] in local)
+    if not wanted:
+        return ()
+    ids = set(wanted)
+    earlier, answered = _known_calls(history, ids)
+    now_calls, now_answered = _known_calls(stream.messages, ids)
+    earlier |= now_calls - streamed.keys()  # in the history a snapshot brought, not started here
+    answered |= now_answered | (stream.results & ids)
+    skipped = [c for c in wanted if c in answered or c in earlier]
+    if skipped:
+        note = (
+            f"run {attempt.run_id!r} left tool call(s) {', '.join(map(repr, skipped))} "
+            "to the client that already have a result or an earlier run started; they are "
+            "not run here (R-D4, R-D5)"
+        )
+        tx.set(warnings=_noted(tx.s.warnings, note))
+    left = [c for c in wanted if c not in skipped]
     return tuple(sorted(left, key=lambda c: streamed.get(c, len(streamed))))
 
 

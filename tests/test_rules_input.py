@@ -330,6 +330,42 @@ def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
         assert tool_msgs == []
 
 
+def test_R_D4_a_saved_call_the_resumed_run_streams_again_is_not_run() -> None:
+    """R-D4, R-A5: the resumed run re-streams the saved call's TOOL_CALL_START (same id);
+    it is still a saved call, never executed here; a warning says why."""
+    ran: list[Any] = []
+    first = pause({**ask(), "toolCallId": "c1"}, before=tool_call("c1", "charge", {"amount": 5}))
+    driver, chat, batch = paused_chat(
+        replies=[succeed(*tool_call("c1", "charge", {"amount": 5}))],
+        first=first,
+        local_tools={"charge": lambda args: ran.append(args) or "charged"},
+    )
+    chat.resume(batch.id, approve(batch, {"approved": False}))
+    driver.run_until_idle()
+    assert ran == [] and len(driver.requests) == 2
+    assert not [m for m in chat.messages if isinstance(m, ToolMessage)]
+    assert [w for w in chat.warnings if "'c1'" in w and "an earlier run started" in w]
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+
+
+def test_R_D5_a_call_that_has_a_result_is_not_run_when_a_later_run_streams_it_again() -> None:
+    """R-D5: only calls with no result yet run here, whichever run gave the result."""
+    ran: list[Any] = []
+    result = {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "done"}
+    agent = ScriptedAgent(succeed()).then(
+        succeed(*tool_call("c1", "t", {}), result),
+        succeed(*tool_call("c1", "t", {})),
+    )
+    driver = RecordingDriver(agent)
+    chat = driver.chat(local_tools={"t": lambda args: ran.append(args) or "local"})
+    chat.send("one")
+    driver.run_until_idle()
+    chat.send("two")
+    driver.run_until_idle()
+    assert ran == [] and len(driver.requests) == 2
+    assert [m.content for m in chat.messages if isinstance(m, ToolMessage)] == ["done"]
+
+
 # -- R-D5 -------------------------------------------------------------------------------
 
 

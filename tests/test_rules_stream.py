@@ -1356,6 +1356,50 @@ def test_R_J3_late_event_after_success_is_recorded_and_keeps_the_commit() -> Non
     assert len(driver.requests) == 1
 
 
+def test_R_J3_R_F5_a_late_event_inside_a_resumed_interaction_requires_a_new_thread() -> None:
+    """R-F5 with R-J3: the resumed run finishes (a local tool left), then its stream sends
+    more. That protocol error comes before the interaction settles: recovery, no follow-up."""
+    driver, chat = chat_with(
+        interrupt_then(),
+        lambda req: reply(
+            started(req),
+            *tool_call("c1", "lookup", {}),
+            finished(req),
+            ev("TEXT_MESSAGE_START", messageId="late", role="assistant"),
+        ),
+        local_tools={"lookup": lambda args: "found"},
+        every=succeed(*text("m9", "follow-up")),
+    )
+    start(chat, driver)
+    feed(driver, 5)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError) and "after RUN_FINISHED" in str(chat.error)
+    assert (chat.needs_new_thread, chat.is_resuming, chat.is_loading) == (True, False, False)
+    assert len(driver.requests) == 2  # no follow-up run for the tool
+
+
+def test_R_J3_the_resumes_acknowledgement_closes_the_stream_of_the_run_it_answers() -> None:
+    """Late events of the run that published the batch, arriving after the resume was
+    acknowledged, concern nothing left: that stream is closed, nothing is recorded."""
+    driver, chat = chat_with(
+        interrupt_then(ev("TEXT_MESSAGE_START", messageId="late", role="assistant")),
+        succeed(*text("m2", "Resumed")),
+    )
+    start(chat, driver)
+    feed(driver, 5)  # the interrupted run, its late event still held
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
+    driver.run_until_idle()  # the resume is acknowledged and settles
+    driver.release(10)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(id="m2", content="Resumed")
+
+
 # -- R-J5: the cancelled and unknown outcomes -----------------------------------------------
 
 
