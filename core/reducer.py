@@ -71,7 +71,7 @@ from .state import (
 )
 from .stream import CONTENT_HANDLERS, StreamViolation, StreamWarning, close_all
 from .wire import events as ev
-from .wire.codec import WireError, decode_frame, dumps
+from .wire.codec import WireError, decode_frame, dumps, encode_event
 from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .wire.run_input import ResumeEntry, RunAgentInput
 
@@ -549,14 +549,14 @@ def _configure(s: State, i: Configure, now: float) -> Transition:
 # -- wire events of the current attempt --------------------------------------------
 
 
-def _frame(s: State, i: FrameReceived, now: float) -> Transition:
+def _frame(s: State, i: FrameReceived | EventReceived, now: float) -> Transition:
     run = s.run
     attempt = None if run is None else run.attempt
     current = attempt is not None and attempt.id == i.attempt
     if not current and i.attempt not in s.lingering:
         return Transition(s)  # a late frame of a retired attempt (R-H1)
     try:
-        event = decode_frame(i.data)
+        event = decode_frame(i.data) if type(i) is FrameReceived else _checked_event(i[1])
     except WireError as exc:
         tx = _Tx(s)
         if i.attempt in s.lingering:
@@ -573,6 +573,20 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
     return _on_event(s, i.attempt, event, now)
 
 
+def _checked_event(event: object) -> ev.Event:
+    """A typed event from an adapter's own parser, checked and frozen as a frame is.
+
+    It goes through its wire text once: plain dicts inside become frozen copies,
+    and a field of the wrong kind is the same WireError a frame would get. (Not
+    the hot path: the drivers hand the reducer frames.)
+    """
+    try:
+        data = dumps(encode_event(event))  # type: ignore[arg-type]
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise WireError(f"the typed event {type(event).__name__} has no wire form: {exc}") from None
+    return decode_frame(data)
+
+
 def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
     tx.emit(AbortAttempt(attempt))
     tx.set(lingering=tx.s.lingering - {attempt})
@@ -584,10 +598,6 @@ def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
         _interrupt(tx, error)
     else:
         tx.set(error=error)
-
-
-def _event(s: State, i: EventReceived, now: float) -> Transition:
-    return _on_event(s, i.attempt, i.event, now)
 
 
 def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
@@ -966,7 +976,7 @@ _HANDLERS: dict[type[Any], Callable[[State, Any, float], Transition]] = {
     SetInput: _set_input,
     Configure: _configure,
     FrameReceived: _frame,
-    EventReceived: _event,
+    EventReceived: _frame,
     SendStarting: _send_starting,
     StreamEnded: _stream_ended,
     AttemptFailed: _attempt_failed,

@@ -28,10 +28,17 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.fake.script import Request
 from interlude.core import inputs as i
-from interlude.core.errors import InvalidResumeError, TransportError, UsageError
+from interlude.core.errors import InvalidResumeError, ProtocolError, TransportError, UsageError
 from interlude.core.json import MAX_INT_DIGITS, FrozenDict, NotJSONError, freeze
-from interlude.core.wire import StateSnapshot, WireError, encode_json, encode_request
-from interlude.core.wire.run_input import RunAgentInput
+from interlude.core.wire import (
+    InterruptOutcome,
+    RunFinished,
+    StateSnapshot,
+    WireError,
+    encode_json,
+    encode_request,
+)
+from interlude.core.wire.run_input import Interrupt, RunAgentInput
 
 HUGE = 10**MAX_INT_DIGITS  # MAX_INT_DIGITS + 1 digits
 
@@ -132,19 +139,13 @@ def test_an_emoji_split_across_two_deltas_is_sent_back_whole() -> None:
 
 
 def test_a_request_with_no_json_text_fails_the_run_without_crashing_the_driver() -> None:
-    """An adapter's typed event can carry what freeze() would refuse; the send reports it."""
-    driver = FakeDriver(ScriptedAgent(lambda req: held(started(req), finished(req))).then(finish))
+    """A FrozenDict is taken as frozen, unchecked: one built by hand can hold what freeze()
+    would refuse. The send reports it; nothing is sent or lost."""
+    driver = FakeDriver(ScriptedAgent(finish))
     chat = driver.chat()
     chat.send("Load")
-    driver.step()  # the request goes out
-    driver.release()
-    driver.step()  # RUN_STARTED
-    run = chat.core_state.run
-    assert run is not None and run.attempt is not None
-    chat.apply(i.EventReceived(run.attempt.id, StateSnapshot(snapshot=FrozenDict(n=HUGE))))
-    driver.release()
     driver.run_until_idle()
-    assert chat.error is None and len(chat.messages) == 1
+    chat.set_state(FrozenDict(n=HUGE))
     chat.send("Next")
     driver.run_until_idle()  # must not raise
     error = chat.error
@@ -152,6 +153,44 @@ def test_a_request_with_no_json_text_fails_the_run_without_crashing_the_driver()
     assert "cannot be written as JSON" in str(error) and "nothing was sent" in str(error)
     assert len(driver.requests) == 1  # the second request never went out
     assert [m.content for m in chat.messages] == ["Load", "Next"] and not chat.is_loading
+
+
+def test_a_typed_event_is_checked_and_frozen_as_a_frame_is() -> None:
+    """R-A4: an interrupt that arrives as a typed event (EventReceived) is published as
+    frozen copies; a typed event with no wire form fails the run like a bad frame."""
+    schema = {"type": "object", "properties": {"approved": {"type": "boolean"}}}
+    driver = FakeDriver(ScriptedAgent(lambda req: held(started(req))))
+    chat = driver.chat()
+    chat.send("Go")
+    driver.step()
+    driver.release()
+    driver.step()  # RUN_STARTED
+    run = chat.core_state.run
+    assert run is not None and run.attempt is not None
+    req = driver.requests[0]
+    ask = Interrupt(id="q", reason="input_required", response_schema=schema)  # type: ignore[arg-type]
+    done = RunFinished(
+        thread_id=req.thread_id, run_id=req.run_id, outcome=InterruptOutcome(interrupts=(ask,))
+    )
+    chat.apply(i.EventReceived(run.attempt.id, done))
+    batch = chat.pending_interrupts
+    assert batch is not None and batch.interrupts[0].response_schema == schema
+    published = batch.interrupts[0].response_schema
+    assert isinstance(published, FrozenDict) and published is not schema
+    schema["properties"] = {}  # the adapter's dict changes later: the batch does not
+    assert "approved" in published["properties"]  # type: ignore[operator]
+
+    driver = FakeDriver(ScriptedAgent(lambda req: held(started(req))))
+    chat = driver.chat()
+    chat.send("Go")
+    driver.step()
+    driver.release()
+    driver.step()
+    run = chat.core_state.run
+    assert run is not None and run.attempt is not None
+    chat.apply(i.EventReceived(run.attempt.id, StateSnapshot(snapshot=FrozenDict(n=HUGE))))
+    assert isinstance(chat.error, ProtocolError) and "has no wire form" in str(chat.error)
+    assert not chat.is_loading and [m.content for m in chat.messages] == ["Go"]
 
 
 def test_encode_request_names_the_problem() -> None:
