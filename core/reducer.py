@@ -124,12 +124,14 @@ def step(state: State, input: Input, now: float) -> Transition:
     handler = _HANDLERS.get(type(input))
     if handler is None:
         raise err.UsageError(f"{type(input).__name__} is not an interlude input")
-    if (type(now) is not float and type(now) is not int) or not -_INF < now < _INF:
-        raise err.UsageError(f"now must be finite epoch seconds (a float), not {now!r}")
+    if type(now) is not float or now - now:  # NaN and infinities leave NaN, not 0.0
+        _check_now(now)
     return handler(state, input, now)
 
 
-_INF = float("inf")
+def _check_now(now: object) -> None:
+    if type(now) is not int:  # an int is exact seconds; anything else is a caller's bug
+        raise err.UsageError(f"now must be finite epoch seconds (a float), not {now!r}")
 
 
 # -- the transition builder ------------------------------------------------------
@@ -549,42 +551,52 @@ def _configure(s: State, i: Configure, now: float) -> Transition:
 # -- wire events of the current attempt --------------------------------------------
 
 
-def _frame(s: State, i: FrameReceived | EventReceived, now: float) -> Transition:
+def _frame(s: State, i: FrameReceived, now: float) -> Transition:
     run = s.run
     attempt = None if run is None else run.attempt
     current = attempt is not None and attempt.id == i.attempt
     if not current and i.attempt not in s.lingering:
         return Transition(s)  # a late frame of a retired attempt (R-H1)
     try:
-        event = decode_frame(i.data) if type(i) is FrameReceived else _checked_event(i[1])
+        event = decode_frame(i.data)
     except WireError as exc:
-        tx = _Tx(s)
-        if i.attempt in s.lingering:
-            _late_violation(tx, i.attempt, str(exc))
-        else:
-            # Before the acknowledgement a malformed frame is retryable (R-J3).
-            run = s.run
-            assert run is not None and run.attempt is not None
-            retryable = not run.attempt.acked
-            _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
-        return tx.done()
+        return _bad_frame(s, i.attempt, exc, now)
     if current and s.draft is not None and type(event) not in _LIFECYCLE:
         return _content(s, s.draft, event)
     return _on_event(s, i.attempt, event, now)
 
 
-def _checked_event(event: object) -> ev.Event:
+def _event(s: State, i: EventReceived, now: float) -> Transition:
     """A typed event from an adapter's own parser, checked and frozen as a frame is.
 
     It goes through its wire text once: plain dicts inside become frozen copies,
-    and a field of the wrong kind is the same WireError a frame would get. (Not
-    the hot path: the drivers hand the reducer frames.)
+    and a field of the wrong kind fails the run as a bad frame would. (Not the
+    hot path: the drivers hand the reducer frames.)
     """
     try:
-        data = dumps(encode_event(event))  # type: ignore[arg-type]
+        data = dumps(encode_event(i.event))
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
-        raise WireError(f"the typed event {type(event).__name__} has no wire form: {exc}") from None
-    return decode_frame(data)
+        run = s.run
+        live = run is not None and run.attempt is not None and run.attempt.id == i.attempt
+        if not live and i.attempt not in s.lingering:
+            return Transition(s)
+        problem = f"the typed event {type(i.event).__name__} has no wire form: {exc}"
+        return _bad_frame(s, i.attempt, WireError(problem), now)
+    return _frame(s, FrameReceived(i.attempt, data), now)
+
+
+def _bad_frame(s: State, attempt_id: int, exc: WireError, now: float) -> Transition:
+    """A frame of a live attempt that is not a valid event."""
+    tx = _Tx(s)
+    if attempt_id in s.lingering:
+        _late_violation(tx, attempt_id, str(exc))
+    else:
+        # Before the acknowledgement a malformed frame is retryable (R-J3).
+        run = s.run
+        assert run is not None and run.attempt is not None
+        retryable = not run.attempt.acked
+        _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
+    return tx.done()
 
 
 def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
@@ -976,7 +988,7 @@ _HANDLERS: dict[type[Any], Callable[[State, Any, float], Transition]] = {
     SetInput: _set_input,
     Configure: _configure,
     FrameReceived: _frame,
-    EventReceived: _frame,
+    EventReceived: _event,
     SendStarting: _send_starting,
     StreamEnded: _stream_ended,
     AttemptFailed: _attempt_failed,
