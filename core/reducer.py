@@ -760,7 +760,7 @@ def _calls_to_run(
     earlier, answered = _known_calls(history, ids)
     now_calls, now_answered = _known_calls(stream.messages, ids)
     earlier |= now_calls - streamed.keys()  # in the history a snapshot brought, not started here
-    answered |= now_answered | (stream.results & ids)
+    answered |= now_answered
     skipped = [c for c in wanted if c in answered or c in earlier]
     if skipped:
         note = (

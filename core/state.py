@@ -6,7 +6,7 @@ Only facts are stored. Everything the application reads (``is_loading``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import attrs
@@ -31,6 +31,7 @@ __all__ = [
     "Checkpoint",
     "Claim",
     "CompletionInput",
+    "IdHints",
     "OpenCall",
     "OpenText",
     "Run",
@@ -119,6 +120,31 @@ def with_rope(o: _OpenT, rope: Rope) -> _OpenT:
 _tuple_new = tuple.__new__
 
 
+class IdHints:
+    """Where a run's messages stand, by id: a hint that makes a lookup O(1).
+
+    Shared by every version of one run's draft and only ever added to, like a
+    rope's memo: no version's value changes. A hint is checked against the
+    messages before it is used, so a stale one (from a sibling version the
+    caller also stepped) costs a scan, never a wrong answer; an id with no hint
+    was never appended to any version, so it is not there.
+    """
+
+    __slots__ = ("_at",)
+
+    def __init__(self, messages: Iterable[Message] = (), start: int = 0) -> None:
+        self._at: dict[str, int] = {m.id: n for n, m in enumerate(messages, start)}
+
+    def note(self, message_id: str, position: int) -> None:
+        self._at[message_id] = position
+
+    def get(self, message_id: str) -> int | None:
+        return self._at.get(message_id)
+
+    def __repr__(self) -> str:
+        return f"IdHints({len(self._at)} ids)"
+
+
 @attrs.frozen(slots=False)
 class Stream:
     """What an acknowledged run has streamed: committed only when it finishes (R-A1)."""
@@ -129,10 +155,10 @@ class Stream:
     open_calls: tuple[OpenCall, ...] = ()
     new_calls: PVec[str] = attrs.field(factory=PVec.empty)
     """Tool call ids started by this run, in order (R-D5 eligibility)."""
-    results: frozenset[str] = frozenset()
-    """Tool call ids that got a result in this run."""
     base: int = 0
     """Messages from this index on were streamed by this run (committed ones come before)."""
+    ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
+    """Positions of the messages from ``base`` on, by id (see :class:`IdHints`)."""
 
 
 RunKind = Literal["first", "resume", "follow_up"]

@@ -19,6 +19,7 @@ from .json import JSON, FrozenDict
 from .patch import PatchError, apply_patch
 from .pvec import PVec, Rope
 from .state import (
+    IdHints,
     OpenCall,
     OpenText,
     Stream,
@@ -83,7 +84,7 @@ def _start_text(s: Stream, message: Message) -> Stream:
     if len(s.open_texts) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
     opened = OpenText(message_id=message.id, position=len(s.messages), rope=Rope())
-    return evolve(s, messages=s.messages.append(message), open_texts=(*s.open_texts, opened))
+    return evolve(s, messages=_appended(s, message), open_texts=(*s.open_texts, opened))
 
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
@@ -182,12 +183,24 @@ def _find_open_call(s: Stream, tool_call_id: str) -> OpenCall | None:
     return None
 
 
-def _index_of(s: Stream, message_id: str, lowest: int) -> int | None:
-    """The position of ``message_id`` at or after ``lowest``, newest first."""
-    for i in range(len(s.messages) - 1, lowest - 1, -1):
-        if s.messages[i].id == message_id:
+def _index_of(s: Stream, message_id: str) -> int | None:
+    """The position of this run's newest message ``message_id`` (from ``base`` on)."""
+    hint = s.ids.get(message_id)
+    if hint is None:
+        return None  # never appended to this run's draft, in any version
+    messages = s.messages
+    if s.base <= hint < len(messages) and messages[hint].id == message_id:
+        return hint
+    for i in range(len(messages) - 1, s.base - 1, -1):  # a stale hint: look
+        if messages[i].id == message_id:
             return i
     return None
+
+
+def _appended(s: Stream, message: Message) -> PVec[Message]:
+    """``s.messages`` with ``message`` at the end, its position noted."""
+    s.ids.note(message.id, len(s.messages))
+    return s.messages.append(message)
 
 
 def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None) -> Stream:
@@ -201,12 +214,12 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
     if parent is not None:
         # Only a message of this run can take the call: committed ones never change.
         o = _find_open_text(s, parent)
-        index = o.position if o is not None else _index_of(s, parent, s.base)
+        index = o.position if o is not None else _index_of(s, parent)
     if index is None or not isinstance(messages[index], AssistantMessage):
         # As AG-UI clients do: the call gets its own assistant message.
         holder = AssistantMessage(id=parent or tool_call_id, tool_calls=(call,))
         index = len(messages)
-        messages = messages.append(holder)
+        messages = _appended(s, holder)
     else:
         parent_message = messages[index]
         assert isinstance(parent_message, AssistantMessage)
@@ -306,7 +319,7 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
 def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     # R-D4: the result may name a call from before the interrupt; it attaches by id.
     msg = ToolMessage(id=e.message_id, content=e.content, tool_call_id=e.tool_call_id)
-    return evolve(s, messages=s.messages.append(msg), results=s.results | {e.tool_call_id})
+    return evolve(s, messages=_appended(s, msg))
 
 
 def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
@@ -314,7 +327,7 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
     back unmodified in later requests. Only this run's messages and calls take one:
     committed history never changes. Anything else is dropped with a warning."""
     if e.subtype == "message":
-        i = _index_of(s, e.entity_id, s.base)
+        i = _index_of(s, e.entity_id)
         message = None if i is None else s.messages[i]
         if message is None or not hasattr(message, "encrypted_value"):  # activity, unknown
             raise StreamWarning(
@@ -364,14 +377,15 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     # snapshot is authoritative.
     old = {m.id: m for m in s.messages}
     merged = PVec.from_iterable(old[m.id] if old.get(m.id) == m else m for m in e.messages)
-    return evolve(s, messages=merged, open_texts=(), open_calls=(), base=0)
+    hints = IdHints(merged)
+    return evolve(s, messages=merged, open_texts=(), open_calls=(), base=0, ids=hints)
 
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
     msg = ActivityMessage(id=e.message_id, activity_type=e.activity_type, content=e.content)
-    i = _index_of(s, e.message_id, s.base)
+    i = _index_of(s, e.message_id)
     if i is None:
-        return evolve(s, messages=s.messages.append(msg))
+        return evolve(s, messages=_appended(s, msg))
     if e.replace is False:
         return s
     if any(o.position == i for o in s.open_texts) or any(c.position == i for c in s.open_calls):
@@ -383,7 +397,7 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
 
 
 def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
-    i = _index_of(s, e.message_id, s.base)
+    i = _index_of(s, e.message_id)
     if i is None or not isinstance(s.messages[i], ActivityMessage):
         raise StreamViolation(f"ACTIVITY_DELTA for {e.message_id!r}, which has no snapshot")
     current = s.messages[i]

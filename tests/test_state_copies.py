@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import attrs
 import pytest
 
-from interlude.core.state import _copier, evolve, replacer
+from interlude.core import FrameReceived, Options, Send, SendStarting, initial_state, step
+from interlude.core.commands import StartAttempt
+from interlude.core.errors import ProtocolError
+from interlude.core.state import State, _copier, evolve, replacer
 from interlude.core.wire.messages import AssistantMessage
 
 
@@ -44,3 +50,38 @@ def test_generated_copies_equal_attrs_evolve() -> None:
     assert evolve(m, content="yo", name="n") == attrs.evolve(m, content="yo", name="n")
     with pytest.raises(TypeError, match="has no field"):
         evolve(m, colour="red")
+
+
+def test_message_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
+    """The draft's id hints are shared by its versions; a caller that steps the same state
+    twice (a test, a what-if) still gets each branch's own answer."""
+    t = step(initial_state(Options(), thread_id="t"), Send("hi"), 0.0)
+    (start,) = t.commands
+    assert isinstance(start, StartAttempt)
+    a = start.attempt
+    s = step(t.state, SendStarting(a), 0.0).state
+    run_id = start.run_input.run_id
+    s = step(s, FrameReceived(a, _frame(type="RUN_STARTED", threadId="t", runId=run_id)), 0.0).state
+
+    def activity(state: State, mid: str) -> State:
+        snap = _frame(type="ACTIVITY_SNAPSHOT", messageId=mid, activityType="x", content={"n": 0})
+        return step(state, FrameReceived(a, snap), 0.0).state
+
+    def bump(state: State, mid: str) -> State:
+        patch = [{"op": "replace", "path": "/n", "value": 1}]
+        delta = _frame(type="ACTIVITY_DELTA", messageId=mid, activityType="x", patch=patch)
+        return step(state, FrameReceived(a, delta), 0.0).state
+
+    left = activity(activity(s, "x"), "shared")  # x at 2, shared at 3
+    right = activity(activity(s, "y"), "z")  # y at 2, z at 3
+    right = activity(right, "shared")  # shared at 4: the hint now points there
+    assert bump(left, "shared").error is None  # found at 3 in spite of the hint
+    assert bump(right, "shared").error is None
+    assert bump(left, "x").error is None
+    assert isinstance(bump(left, "y").error, ProtocolError)  # y is only in the other branch
+    assert isinstance(bump(right, "x").error, ProtocolError)
+    assert isinstance(bump(left, "never").error, ProtocolError)
+
+
+def _frame(**event: Any) -> str:
+    return json.dumps(event)
