@@ -22,6 +22,10 @@ DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 """The default bound on one frame's data, or one line, in bytes."""
 
 _BOM = b"\xef\xbb\xbf"
+_SLICE = 1 << 20
+"""Bytes parsed at a time: a longer chunk is fed in slices of this size."""
+_SPILL_AT = 1024
+"""Data lines a frame holds as a list before they move into one buffer."""
 
 
 class SSEEvent(NamedTuple):
@@ -61,6 +65,7 @@ class SSEParser:
         "_id",
         "_partial",
         "_skip_lf",
+        "_spilled",
         "_start",
         "last_event_id",
         "max_frame_bytes",
@@ -78,7 +83,8 @@ class SSEParser:
         self._skip_lf = False  # the last chunk ended in CR: a leading LF completes that CRLF
         self._partial = bytearray()  # the current line, not yet ended
         self._data: list[bytes] = []  # the frame's data values
-        self._data_len = 0  # bytes held by _data, counting the joining LFs
+        self._data_len = 0  # bytes held by _data and _spilled, counting the joining LFs
+        self._spilled = bytearray()  # earlier data values of a frame of very many lines
         self._event = ""
         self._id: str | None = None  # WHATWG's "last event ID buffer"
         self._fields = False  # a field other than data was seen in this frame
@@ -92,6 +98,13 @@ class SSEParser:
         """
         if self._closed:
             raise RuntimeError("SSEParser.feed() after close()")
+        if len(chunk) > _SLICE:
+            # A decompressed read can be huge and all line ends: split in bounded
+            # slices, so the list of lines stays small (the state carries across).
+            events: list[SSEEvent] = []
+            for k in range(0, len(chunk), _SLICE):
+                events += self.feed(chunk[k : k + _SLICE])
+            return events
         if self._start:
             chunk = self._head + chunk
             if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
@@ -137,10 +150,12 @@ class SSEParser:
         """
         if not self._closed:
             self._closed = True
-            self.truncated = bool(self._head or self._partial or self._data or self._fields)
+            pending = self._data or self._spilled or self._fields
+            self.truncated = bool(self._head or self._partial or pending)
             self._head = b""
             self._partial = bytearray()
             self._data = []
+            self._spilled = bytearray()
             self._data_len = 0
         return []
 
@@ -154,8 +169,11 @@ class SSEParser:
         for line in lines:
             if not line:
                 self.last_event_id = self._id
-                if data:
-                    raw = data[0] if len(data) == 1 else b"\n".join(data)
+                if data or self._spilled:
+                    if self._spilled:
+                        raw = self._unspill(data)
+                    else:
+                        raw = data[0] if len(data) == 1 else b"\n".join(data)
                     event = self._event or "message"
                     text = raw.decode("utf-8", "replace")
                     events.append(_new_event(SSEEvent, (event, text, self._id)))
@@ -170,6 +188,8 @@ class SSEParser:
                     self._data_len = size
                     raise self._too_big()
                 data.append(value)
+                if len(data) > _SPILL_AT:
+                    self._spill(data)
             else:
                 self._data_len = size
                 self._field(line)
@@ -191,6 +211,8 @@ class SSEParser:
             if self._data_len > self.max_frame_bytes:
                 raise self._too_big()
             self._data.append(value)
+            if len(self._data) > _SPILL_AT:
+                self._spill(self._data)
             return
         self._fields = True
         if name == b"event":
@@ -198,6 +220,23 @@ class SSEParser:
         elif name == b"id" and b"\0" not in value:
             self._id = value.decode("utf-8", "replace")
         # An id holding NUL, "retry" and unknown fields are ignored.
+
+    def _spill(self, data: list[bytes]) -> None:
+        """Move a frame's data lines into one buffer. Each list entry costs some 80 bytes
+        besides its value: 16 MiB of empty data lines would take over a gigabyte."""
+        spilled = self._spilled
+        if spilled:
+            spilled += b"\n"
+        spilled += b"\n".join(data)
+        data.clear()
+
+    def _unspill(self, data: list[bytes]) -> bytes:
+        """The whole data of a frame that spilled: the buffer and the lines since."""
+        if data:
+            self._spill(data)
+        raw = bytes(self._spilled)
+        self._spilled.clear()
+        return raw
 
     def _too_big(self) -> ProtocolError:
         return ProtocolError(

@@ -40,6 +40,7 @@ def check_entries(
     problems: list[str] = []
     entries: list[ResumeEntry] = []
     wanted = [i.id for i in batch.interrupts]
+    known = set(wanted)  # a batch from the network may hold many: no list scans
     seen: set[str] = set()
     for pos, raw in enumerate(raw_entries):
         fields = _fields(raw)
@@ -64,7 +65,7 @@ def check_entries(
             problems.append(f"{label} is a duplicate")
             continue
         seen.add(iid)
-        if iid not in wanted:
+        if iid not in known:
             problems.append(f"{label} names no interrupt of this batch")
             continue
         status = fields.get("status")

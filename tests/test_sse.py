@@ -409,3 +409,25 @@ def test_arbitrary_bytes_match_the_literal_reading(stream: bytes, cuts: list[int
     assert parse(stream) == expected
     assert parse(*chunked(stream, cuts)) == expected
     assert parse(*(stream[i : i + 1] for i in range(len(stream)))) == expected
+
+
+def test_a_frame_of_very_many_data_lines_is_joined_right_and_held_compactly() -> None:
+    """Each list entry costs some 80 bytes over its value; past a thousand lines a frame's
+    data moves into one buffer, so 16 MiB of short lines cannot take gigabytes."""
+    values = [str(n % 10).encode() if n % 3 else b"" for n in range(5000)]
+    stream = b"".join(b"data:" + v + b"\n" for v in values) + b"\n"
+    expected = "\n".join(v.decode() for v in values)
+    parser = SSEParser()
+    got = parser.feed(stream[:-1])  # everything but the frame's end
+    assert got == [] and len(parser._data) <= 1024  # the rest is in the buffer
+    assert parser.feed(b"\n") == [msg(expected)]
+    for size in (1, 7, 4096):  # and however it is chunked
+        assert events(*(stream[k : k + size] for k in range(0, len(stream), size))) == [
+            msg(expected)
+        ]
+
+
+def test_a_huge_chunk_of_line_ends_is_parsed_in_bounded_slices() -> None:
+    """A decompressed read can be megabytes of bare line ends; frames still come out."""
+    chunk = b"\n" * (3 << 20) + b"data: after\n\n" + b"\r\n" * (1 << 20)
+    assert events(chunk, b"data: end\n\n") == [msg("after"), msg("end")]
