@@ -134,6 +134,7 @@ class HttpxTransport:
                 raise TransportError.from_status(
                     response.status_code, text, retry_after=wait, endpoint=self._where
                 )
+            _check_encoding(response.headers.get("Content-Encoding"))
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
@@ -164,7 +165,9 @@ class HttpxTransport:
                 return await self._client.send(request, stream=True)
         except TimeoutError:
             raise TransportError(
-                f"{self._where} sent no response within {self._read_timeout} s", retryable=True
+                f"{self._where} sent no complete response head within {limit:g} s "
+                "(read_timeout plus connect_timeout)",
+                retryable=True,
             ) from None
         except httpx.ConnectTimeout as exc:
             raise TransportError(
@@ -258,6 +261,25 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (RFC 9110 token)."""
+
+
+_ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
+
+
+def _check_encoding(value: str | None) -> None:
+    """At most one layer of gzip or deflate: httpx decodes a read whole, so stacked
+    layers multiply (1.8 KB of 'gzip, gzip' is a gigabyte), and an encoding it cannot
+    decode would reach the parser as bytes."""
+    if value is None:
+        return
+    codings = [c.strip().lower() for c in value.split(",") if c.strip()]
+    layers = [c for c in codings if c != "identity"]
+    if len(layers) > 1 or any(c not in _ENCODINGS for c in layers):
+        raise ProtocolError(
+            f"the endpoint encoded the stream as {value!r}; interlude reads an event stream "
+            "sent as is, or in one layer of gzip or deflate",
+            retryable=False,
+        )
 
 
 def _why(exc: BaseException) -> str:

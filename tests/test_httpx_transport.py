@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gzip
 import re
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -362,6 +363,41 @@ def test_a_2xx_that_is_not_an_event_stream_is_a_protocol_error() -> None:
             with pytest.raises(ProtocolError, match="'application/json'") as caught:
                 await collect(transport)
         assert not caught.value.retryable
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize("encoding", ["gzip, gzip", "br", "gzip, deflate", "zstd"])
+def test_stacked_or_unknown_content_encodings_are_refused_before_the_body(encoding: str) -> None:
+    """Stacked layers multiply a bomb (httpx decodes a read whole); an encoding httpx
+    cannot decode would reach the parser as bytes. One layer of gzip is fine."""
+
+    async def handler(request: Request, send: Send) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"content-encoding", encoding.encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await body(send, b"\x1f\x8b not read", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(ProtocolError, match="in one layer of gzip or deflate") as caught:
+                await collect(transport)
+        assert not caught.value.retryable
+
+    trio.run(main)
+
+
+def test_one_layer_of_gzip_is_read() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await body(send, gzip.compress(FRAME), more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            assert await collect(transport) == [FRAME_DATA]
 
     trio.run(main)
 
