@@ -21,7 +21,15 @@ from typing import Any
 from .json import JSON, FrozenDict
 from .pvec import PVec
 
-__all__ = ["MAX_DEPTH", "SHARE_FROM", "PatchError", "apply_patch", "json_equal", "parse_pointer"]
+__all__ = [
+    "MAX_COPIED",
+    "MAX_DEPTH",
+    "SHARE_FROM",
+    "PatchError",
+    "apply_patch",
+    "json_equal",
+    "parse_pointer",
+]
 
 MAX_DEPTH = 512
 """The most reference tokens a pointer may have (deeper state is not JSON we keep)."""
@@ -30,6 +38,12 @@ _BAD_TILDE = re.compile(r"~(?![01])")
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 _ABSENT = object()
 _FROZEN_TYPES = (type(None), bool, int, float, str, tuple, PVec, FrozenDict)
+
+MAX_COPIED = 1_000_000
+"""The most JSON values (containers and scalars) one patch's ``copy`` ops may duplicate
+in all. Copies share structure, so doubling an array costs nothing here, but forty
+doublings would be a trillion values to send back: a patch's output stays linear in
+its input this way."""
 
 SHARE_FROM = 64
 """Arrays a patch leaves at least this long are persistent vectors (:class:`PVec`): a
@@ -248,7 +262,7 @@ def _source(doc: JSON, op: Mapping[str, Any]) -> tuple[tuple[str, ...], JSON]:
         raise _Fail(f"{where}: {e}") from None
 
 
-def _apply_one(doc: JSON, op: object) -> JSON:
+def _apply_one(doc: JSON, op: object, copied: list[int]) -> JSON:
     if type(op) is not FrozenDict and not isinstance(op, Mapping):  # the ABC check is slow
         raise _Fail(f"an operation must be an object, not {type(op).__name__}")
     name = op.get("op")
@@ -276,12 +290,32 @@ def _apply_one(doc: JSON, op: object) -> JSON:
         return doc
     source, value = _source(doc, op)
     if name == "copy":
+        copied[0] += _count(value, MAX_COPIED - copied[0])
+        if copied[0] > MAX_COPIED:
+            raise _Fail(f"the patch copies more than {MAX_COPIED:,} JSON values in all")
         return _add(doc, path, value)
     if len(source) < len(path) and path[: len(source)] == source:
         raise _Fail("cannot move a value into one of its own children")
     if source == path:
         return doc
     return _add(_remove(doc, source), path, value)
+
+
+def _count(value: JSON, budget: int) -> int:
+    """The JSON values in ``value``, itself included; counting stops past ``budget``."""
+    count = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        count += 1
+        if count > budget:
+            break
+        t = type(v)
+        if t is FrozenDict:
+            stack.extend(v.values())  # type: ignore[union-attr]
+        elif t is tuple or t is PVec:
+            stack.extend(v)  # type: ignore[arg-type]
+    return count
 
 
 def apply_patch(doc: JSON, ops: Sequence[Any]) -> JSON:
@@ -294,9 +328,10 @@ def apply_patch(doc: JSON, ops: Sequence[Any]) -> JSON:
         isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Sequence)
     ):
         raise PatchError(f"a patch must be an array of operations, not {type(ops).__name__}")
+    copied = [0]
     for i, op in enumerate(ops):
         try:
-            doc = _apply_one(doc, op)
+            doc = _apply_one(doc, op, copied)
         except _Fail as e:
             path = op.get("path") if isinstance(op, Mapping) else None
             raise PatchError(

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 
 from interlude.core import patch as patch_module
 from interlude.core.json import FrozenDict, freeze, thaw
-from interlude.core.patch import SHARE_FROM, PatchError, apply_patch, json_equal, parse_pointer
+from interlude.core.patch import (
+    MAX_COPIED,
+    SHARE_FROM,
+    PatchError,
+    apply_patch,
+    json_equal,
+    parse_pointer,
+)
 from interlude.core.pvec import PVec
 from interlude.core.wire.codec import dumps
 
@@ -649,3 +656,18 @@ def test_root_operations() -> None:
     copied: Any = apply_patch(doc, (fz({"op": "copy", "from": "", "path": "/self"}),))
     assert isinstance(copied, FrozenDict) and copied["self"] is doc
     assert apply_patch(doc, (fz({"op": "move", "from": "/a", "path": "/a"}),)) is doc
+
+
+def test_copies_cannot_multiply_the_document_past_a_budget() -> None:
+    """Each copy shares structure, so doubling an array is cheap here, but 40 doublings
+    would be 2**40 values to write back: one patch copies at most MAX_COPIED values."""
+    doubling = [{"op": "copy", "from": "/a", "path": "/a/-"}] * 40
+    ops = freeze([{"op": "add", "path": "/a", "value": [0]}, *doubling])
+    with pytest.raises(PatchError, match="copies more than 1,000,000 JSON values") as caught:
+        apply_patch(freeze({}), ops)
+    assert caught.value.index is not None and caught.value.index > 15
+    # Copies well within the budget go on as ever, sharing what they copy.
+    doc = freeze({"a": [{"n": n} for n in range(1000)]})
+    copied = apply_patch(doc, freeze([{"op": "copy", "from": "/a", "path": "/b"}] * 400))
+    assert copied["b"] is doc["a"]  # type: ignore[index]
+    assert MAX_COPIED == 1_000_000
