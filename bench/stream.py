@@ -45,6 +45,7 @@ __all__ = [
     "StreamRun",
     "check_run",
     "long_message_reads",
+    "many_messages_cost",
     "measure",
     "observe",
     "section",
@@ -343,6 +344,30 @@ def long_message_reads(count: int) -> float:
     return seconds / len(lines)
 
 
+def many_messages_cost(count: int) -> float:
+    """Seconds per event for ``count`` events that each add a message to one run and name
+    one by id (``workload.many_messages``), through the fake driver, no observer."""
+    lines = workload.many_messages(count)
+
+    def answer(req: Request) -> Any:
+        return reply(
+            workload.started_line(req.thread_id, req.run_id),
+            *lines,
+            workload.finished_line(req.thread_id, req.run_id),
+        )
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat()
+    chat.send("report progress")
+    driver.step()
+    driver.step()
+    s = _Setup(driver, chat, Observer(), [])
+    seconds = timed(lambda: s, _through_driver)
+    if chat.error is not None or chat.is_loading or len(chat.messages) < count // 2:
+        raise AssertionError(f"the many-message run did not stream cleanly: {chat.error!r}")
+    return seconds / len(lines)
+
+
 # -- the table ------------------------------------------------------------------------
 
 MAX_VS_FLOOR = 5.0
@@ -428,6 +453,23 @@ def section(
             out.add(
                 f"  its per-event cost {hi:,} / {lo:,} (report only)", f"{per[hi] / per[lo]:.2f}"
             )
+        many = {}
+        for n in long_sizes:
+            if progress:
+                progress(f"stream: {n:,} messages added to one run")
+            many[n] = many_messages_cost(n)
+            out.add(
+                f"{n:,} messages added to one run, each named by id",
+                f"{fmt_rate(1 / many[n])} ({fmt_seconds(many[n])}/event)",
+            )
+        if lo != hi:
+            growth = many[hi] / many[lo]
+            out.add(
+                f"  its per-event cost {hi:,} / {lo:,}",
+                f"{growth:.2f}",
+                f"<= {MAX_GROWTH:g}",
+                growth <= MAX_GROWTH,
+            )
     out.notes += [
         "mix: text messages (START, 20 CONTENT, END), calls of a remote tool (START, 10 ARGS, "
         "END), 3 STATE_DELTA (replace/add on nested paths) per cycle on a ~1 MB state, "
@@ -450,6 +492,12 @@ def section(
             "one long message read per event: reading an open message's text joins the "
             "deltas so far, O(length) per read, so the total grows quadratically with the "
             "message (the reducer's own cost stays flat); report only, see docs"
+        )
+        out.notes.append(
+            "messages added to one run: ACTIVITY_SNAPSHOTs, TOOL_CALL_STARTs with a new "
+            "parent id (each its own holder) and TOOL_CALL_RESULTs, in turn, through the "
+            "fake driver with no observer: each names a message by id, found through the "
+            "draft's IdHints rather than a scan of the run"
         )
     context = Section("Context: @ag-ui/client 1.0.0 (TypeScript), quoted from the issue")
     context.headers = ("events", "@ag-ui/client 1.0.0 (quoted)", "interlude (measured)", "")

@@ -19,6 +19,7 @@ __all__ = [
     "finished_line",
     "kind_stream",
     "long_text",
+    "many_messages",
     "started_line",
     "state_document",
     "state_snapshot_line",
@@ -235,6 +236,45 @@ def kind_stream(kind: str, count: int, *, seed: int = 3) -> list[str]:
             ]
         return lines
     raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
+
+
+def many_messages(count: int) -> list[str]:
+    """``count`` events that each add a message to one run: activity snapshots, tool calls
+    whose parent id is new (each gets its own holder) and their results, in turn.
+    Every one names a message by id, so a lookup that scanned the run would be quadratic."""
+    lines: list[str] = []
+    n = 0
+    while len(lines) < count:
+        n += 1
+        cycle = [
+            dumps(
+                {
+                    "type": "ACTIVITY_SNAPSHOT",
+                    "messageId": f"act-{n}",
+                    "activityType": "progress",
+                    "content": {"step": n},
+                }
+            ),
+            dumps(
+                {
+                    "type": "TOOL_CALL_START",
+                    "toolCallId": f"call-{n}",
+                    "toolCallName": REMOTE_TOOL,
+                    "parentMessageId": f"parent-{n}",
+                }
+            ),
+            dumps({"type": "TOOL_CALL_END", "toolCallId": f"call-{n}"}),
+            dumps(
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": f"result-{n}",
+                    "toolCallId": f"call-{n}",
+                    "content": "ok",
+                }
+            ),
+        ]
+        lines.extend(cycle[: count - len(lines)])
+    return lines
 
 
 def long_text(count: int, message_id: str = "m1") -> list[str]:
