@@ -318,10 +318,9 @@ def snapshot_cost(snapshot: str, reps: int) -> tuple[float, float]:
     return min(pipeline), loads_floor([snapshot], reps)
 
 
-def long_message_reads(count: int) -> float:
-    """Seconds per event for one assistant message of ``count`` deltas, read after every
-    event (``observe``): the read joins the text streamed so far."""
-    lines = workload.long_text(count)
+def _one_run(lines: Sequence[str], *, observed: bool) -> tuple[float, _Setup]:
+    """Seconds to stream ``lines`` (between RUN_STARTED and RUN_FINISHED) through the fake
+    driver, the request and RUN_STARTED already handled; and the setup, to check."""
 
     def answer(req: Request) -> Any:
         return reply(
@@ -333,14 +332,25 @@ def long_message_reads(count: int) -> float:
     driver = FakeDriver(ScriptedAgent(answer))
     chat = driver.chat()
     observer = Observer()
-    chat.subscribe(observer)
-    chat.send("write at length")
+    if observed:
+        chat.subscribe(observer)
+    chat.send("go on")
     driver.step()
     driver.step()
     s = _Setup(driver, chat, observer, [])
     seconds = timed(lambda: s, _through_driver)
-    if chat.error is not None or chat.is_loading or observer.calls < count:
-        raise AssertionError(f"the long message did not stream cleanly: {chat.error!r}")
+    if chat.error is not None or chat.is_loading:
+        raise AssertionError(f"the run did not stream cleanly: {chat.error!r}")
+    return seconds, s
+
+
+def long_message_reads(count: int) -> float:
+    """Seconds per event for one assistant message of ``count`` deltas, read after every
+    event (``observe``): the read joins the text streamed so far."""
+    lines = workload.long_text(count)
+    seconds, s = _one_run(lines, observed=True)
+    if s.observer.calls < count:
+        raise AssertionError(f"the observer ran {s.observer.calls} times for {count} deltas")
     return seconds / len(lines)
 
 
@@ -348,27 +358,32 @@ def many_messages_cost(count: int) -> float:
     """Seconds per event for ``count`` events that each add a message to one run and name
     one by id (``workload.many_messages``), through the fake driver, no observer."""
     lines = workload.many_messages(count)
-
-    def answer(req: Request) -> Any:
-        return reply(
-            workload.started_line(req.thread_id, req.run_id),
-            *lines,
-            workload.finished_line(req.thread_id, req.run_id),
-        )
-
-    driver = FakeDriver(ScriptedAgent(answer))
-    chat = driver.chat()
-    chat.send("report progress")
-    driver.step()
-    driver.step()
-    s = _Setup(driver, chat, Observer(), [])
-    seconds = timed(lambda: s, _through_driver)
-    if chat.error is not None or chat.is_loading or len(chat.messages) < count // 2:
-        raise AssertionError(f"the many-message run did not stream cleanly: {chat.error!r}")
+    seconds, s = _one_run(lines, observed=False)
+    if len(s.chat.messages) < count // 2:
+        raise AssertionError(f"the run kept {len(s.chat.messages)} messages of {count} events")
     return seconds / len(lines)
 
 
 # -- the table ------------------------------------------------------------------------
+
+
+def _per_size(
+    out: Section,
+    sizes: Sequence[int],
+    measure: Callable[[int], float],
+    label: str,
+    progress: Callable[[str], None] | None,
+) -> dict[int, float]:
+    """Seconds per event of ``measure`` at each size, each a row of ``out``."""
+    per = {}
+    for n in sizes:
+        row = label.format(n)
+        if progress:
+            progress(f"stream: {row}")
+        per[n] = measure(n)
+        out.add(row, f"{fmt_rate(1 / per[n])} ({fmt_seconds(per[n])}/event)")
+    return per
+
 
 MAX_VS_FLOOR = 5.0
 MAX_GROWTH = 1.5
@@ -439,29 +454,25 @@ def section(
         f"{fmt_seconds(pipeline)} vs json.loads {fmt_seconds(floor_s)} ({pipeline / floor_s:.1f}x)",
     )
     if long_sizes:
-        per = {}
-        for n in long_sizes:
-            if progress:
-                progress(f"stream: one message of {n:,} deltas, read after every event")
-            per[n] = long_message_reads(n)
-            out.add(
-                f"one message of {n:,} deltas, messages[-1] read per event",
-                f"{fmt_rate(1 / per[n])} ({fmt_seconds(per[n])}/event)",
-            )
         lo, hi = min(long_sizes), max(long_sizes)
+        per = _per_size(
+            out,
+            long_sizes,
+            long_message_reads,
+            "one message of {:,} deltas, messages[-1] read per event",
+            progress,
+        )
         if lo != hi:
             out.add(
                 f"  its per-event cost {hi:,} / {lo:,} (report only)", f"{per[hi] / per[lo]:.2f}"
             )
-        many = {}
-        for n in long_sizes:
-            if progress:
-                progress(f"stream: {n:,} messages added to one run")
-            many[n] = many_messages_cost(n)
-            out.add(
-                f"{n:,} messages added to one run, each named by id",
-                f"{fmt_rate(1 / many[n])} ({fmt_seconds(many[n])}/event)",
-            )
+        many = _per_size(
+            out,
+            long_sizes,
+            many_messages_cost,
+            "{:,} messages added to one run, each named by id",
+            progress,
+        )
         if lo != hi:
             growth = many[hi] / many[lo]
             out.add(
