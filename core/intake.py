@@ -45,7 +45,9 @@ def message_id(value: object, verb: str) -> str | None:
 def user_content(content: object, verb: str) -> Content:
     """Text, or a list of AG-UI content parts (objects with a string ``type``)."""
     if isinstance(content, str):
-        return str(content)
+        text = json_value(content, verb)  # a str subclass as its text, as freeze() reads it
+        assert isinstance(text, str)
+        return text
     if not isinstance(content, list | tuple):
         raise UsageError(
             f"{verb} takes text, a UserMessage or a list of content parts, not {_describe(content)}"

@@ -66,6 +66,15 @@ def test_str_subclasses_freeze_to_the_text_json_dumps_writes() -> None:
     )
 
 
+def test_str_enum_text_is_sent_as_its_value() -> None:
+    driver = FakeDriver(ScriptedAgent(finish))
+    chat = driver.chat()
+    chat.send(Choice.APPROVE)
+    driver.run_until_idle()
+    assert driver.requests[0].json["messages"][0]["content"] == "approve"
+    assert type(chat.messages[0].content) is str
+
+
 def test_an_enum_payload_is_sent_as_its_value() -> None:
     driver, chat, batch = paused_chat(ask("q"))
     chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": Choice.APPROVE}])
