@@ -57,9 +57,13 @@ def _optional_name(obj: Any, a: Any, value: Any) -> None:
         )
 
 
-def _items(value: object, field: str, of: str) -> tuple[Any, ...]:
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
-        raise UsageError(f"Options.{field} takes a list of {of}, not {type(value).__name__}")
+def _items(value: object, field: str, of: str, *, ordered: bool = True) -> tuple[Any, ...]:
+    # Tools and context go out in the request in this order: a set's order would change
+    # with the hash seed, and with it the request's bytes (R-F2). Names may be a set.
+    kinds = (list, tuple) if ordered else (list, tuple, set, frozenset)
+    if not isinstance(value, kinds):
+        what = "a list" if ordered else "a list or set"
+        raise UsageError(f"Options.{field} takes {what} of {of}, not {type(value).__name__}")
     return tuple(value)
 
 
@@ -87,7 +91,7 @@ def _tools(value: object) -> tuple[Tool, ...]:
 
 
 def _local_tools(value: object) -> frozenset[str]:
-    names = _items(value, "local_tools", "tool names")
+    names = _items(value, "local_tools", "tool names", ordered=False)
     if not all(type(n) is str and n for n in names):
         raise UsageError("Options.local_tools takes tool names (non-empty strings)")
     return frozenset(names)

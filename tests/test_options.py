@@ -34,7 +34,11 @@ BAD_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
         {"tools": [Tool(name="t", description="a"), Tool(name="t", description="b")]},
         "declares 't' more than once",
     ),
-    "local_tools a string": ({"local_tools": "get_time"}, "takes a list of tool names"),
+    "tools as a set": (
+        {"tools": {Tool(name="t", description="d")}},
+        "takes a list of Tool, not set",  # its order, and the request's bytes, would vary
+    ),
+    "local_tools a string": ({"local_tools": "get_time"}, "takes a list or set of tool names"),
     "context of strings": ({"context": ["hello"]}, "context item 0 must be a Context"),
     "forwarded_props with a set": ({"forwarded_props": {"tags": {"a"}}}, "/tags: a set"),
     "forwarded_props with NaN": ({"forwarded_props": {"x": float("nan")}}, "nan has no JSON"),
