@@ -148,7 +148,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         resources = list(self._resources)
         for r in resources:
             if r.is_loading:
-                Resource.apply(r, i.Stop())
+                r.stop()  # still running here: the driver stops only below
         tg, self._tg = self._tg, None
         for r in resources:
             r._books.cancel_all()
