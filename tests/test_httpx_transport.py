@@ -12,11 +12,13 @@ import functools
 import gzip
 import re
 import socket
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.lowlevel
 import httpx
 import hypercorn.asyncio
 import hypercorn.trio
@@ -26,6 +28,8 @@ from asgi_support import request_body
 from hypercorn.config import Config
 
 from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport, retry_after
+from interlude.adapters.inflate import SLICE
+from interlude.adapters.sse import SSEParser
 from interlude.core.errors import ProtocolError, TransportError, UsageError
 
 WAIT = 5.0  # seconds: the bound on any wait that should end almost at once
@@ -398,6 +402,110 @@ def test_one_layer_of_gzip_is_read() -> None:
     async def main() -> None:
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
             assert await collect(transport) == [FRAME_DATA]
+
+    trio.run(main)
+
+
+def _encoded(coding: bytes, data: bytes) -> bytes:
+    if coding == b"deflate":
+        return zlib.compress(data)
+    if coding == b"raw deflate":
+        squeeze = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        return squeeze.compress(data) + squeeze.flush()
+    return gzip.compress(data)
+
+
+@pytest.mark.parametrize("coding", [b"gzip", b"x-gzip", b"deflate", b"raw deflate"])
+def test_a_compressed_read_is_inflated_a_bounded_slice_at_a_time(
+    coding: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bomb (a few KB that inflate to 24 MiB of comment lines, in one network read)
+    reaches the parser in slices of at most 1 MiB, and the event loop runs between
+    them: httpx would inflate the read whole, in memory and without a break."""
+    filler = (b": " + b"x" * 1000 + b"\n") * (24 * 1024)
+    fed: list[int] = []
+    checkpoints = 0
+    real_feed = SSEParser.feed
+    real_checkpoint = anyio.lowlevel.checkpoint
+
+    def feed(parser: SSEParser, chunk: bytes) -> list[Any]:
+        fed.append(len(chunk))
+        return real_feed(parser, chunk)
+
+    async def checkpoint() -> None:
+        nonlocal checkpoints
+        checkpoints += 1
+        await real_checkpoint()
+
+    monkeypatch.setattr(SSEParser, "feed", feed)
+    monkeypatch.setattr(anyio.lowlevel, "checkpoint", checkpoint)
+
+    async def handler(request: Request, send: Send) -> None:
+        name = b"deflate" if coding == b"raw deflate" else coding
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", name)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await body(send, _encoded(coding, FRAME + filler + FRAME), more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            assert await collect(transport) == [FRAME_DATA, FRAME_DATA]
+
+    trio.run(main)
+    assert sum(fed) == len(filler) + 2 * len(FRAME)
+    assert max(fed) <= SLICE
+    assert (
+        checkpoints >= len(filler) // SLICE - len(fed) // 2
+    )  # nearly every slice but a read's first
+
+
+def test_the_transport_asks_only_for_the_codings_it_reads() -> None:
+    """br or zstd would be refused: httpx offers them when their packages are installed."""
+    seen: list[list[bytes]] = []
+
+    async def handler(request: Request, send: Send) -> None:
+        seen.append(request.header(b"accept-encoding"))
+        await start(send)
+        await body(send, FRAME, more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url:
+            async with HttpxTransport(url) as transport:
+                await collect(transport)
+            async with HttpxTransport(url, headers={"Accept-Encoding": "identity"}) as transport:
+                await collect(transport)
+            async with httpx.AsyncClient(headers={"Accept-Encoding": "br, zstd"}) as client:
+                await collect(HttpxTransport(url, client=client))
+
+    trio.run(main)
+    assert seen == [[b"gzip, deflate"], [b"identity"], [b"gzip, deflate"]]
+
+
+def test_a_body_that_is_not_in_its_coding_is_a_non_retryable_error() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await body(send, gzip.compress(FRAME)[:-8] + b"garbage!" + b"more garbage", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError, match="could not be decoded") as caught:
+                await collect(transport)
+        assert not caught.value.retryable
+
+    trio.run(main)
+
+
+def test_a_compressed_error_body_is_read_only_up_to_the_limit() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        headers = [(b"content-type", b"text/plain"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await body(send, gzip.compress(b"overloaded " + b"z" * (64 << 20)), more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError, match="HTTP 503") as caught:
+                await collect(transport)
+        assert caught.value.body == ("overloaded " + "z" * (64 << 20))[:ERROR_BODY_LIMIT]
 
     trio.run(main)
 

@@ -1,0 +1,95 @@
+"""The HTTP transport's own Content-Encoding decoder: bounded slices, every coding it reads."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Callable
+
+import pytest
+
+from interlude.adapters.inflate import SLICE, CorruptBody, Inflater, coding_of
+
+DATA = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}\n\n' * 500
+
+
+def inflate(coding: str | None, raw: bytes, read: int) -> bytes:
+    """``raw`` fed in reads of ``read`` bytes; checks every slice's size on the way."""
+    inflater = Inflater(coding)
+    out = bytearray()
+    for k in range(0, len(raw), read):
+        for piece in inflater.slices(raw[k : k + read]):
+            assert 0 < len(piece) <= SLICE
+            out += piece
+    return bytes(out)
+
+
+def raw_deflate(data: bytes) -> bytes:
+    squeeze = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return squeeze.compress(data) + squeeze.flush()
+
+
+@pytest.mark.parametrize("read", [1, 2, 7, 4096, 1 << 30])
+@pytest.mark.parametrize(
+    ("coding", "encode"),
+    [
+        (None, lambda d: d),
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),  # zlib-wrapped, as RFC 9110 defines it
+        ("deflate", raw_deflate),  # raw, as many servers send it
+    ],
+)
+def test_every_coding_reads_back_whatever_the_reads(
+    coding: str | None, encode: Callable[[bytes], bytes], read: int
+) -> None:
+    assert inflate(coding, encode(DATA), read) == DATA
+
+
+def test_gzip_members_one_after_another_are_all_read() -> None:
+    assert inflate("gzip", gzip.compress(DATA) + gzip.compress(b"more"), 100) == DATA + b"more"
+
+
+def test_a_read_that_inflates_to_many_megabytes_comes_out_in_slices() -> None:
+    bomb = gzip.compress(b"\n" * (5 * SLICE + 3))
+    pieces = [len(p) for p in Inflater("gzip").slices(bomb)]
+    assert pieces == [SLICE] * 5 + [3]
+
+
+def test_identity_is_sliced_too() -> None:
+    assert [len(p) for p in Inflater(None).slices(b"x" * (SLICE + 1))] == [SLICE, 1]
+
+
+@pytest.mark.parametrize(
+    ("coding", "raw"),
+    [
+        ("gzip", b"this is not gzip"),
+        ("deflate", b"\xff\xff\xff\xff not deflate either"),
+        ("gzip", gzip.compress(DATA)[:-8] + b"badcrc!!"),
+        ("deflate", zlib.compress(DATA) + b"trailing bytes"),
+    ],
+)
+def test_a_body_not_in_its_coding_is_corrupt(coding: str, raw: bytes) -> None:
+    with pytest.raises(CorruptBody):
+        inflate(coding, raw, 64)
+
+
+@pytest.mark.parametrize(
+    ("header", "coding"),
+    [
+        (None, None),
+        ("", None),
+        ("identity", None),
+        ("gzip", "gzip"),
+        ("X-GZIP", "gzip"),
+        ("identity, gzip", "gzip"),
+        (" deflate ", "deflate"),
+    ],
+)
+def test_the_header_names_one_layer(header: str | None, coding: str | None) -> None:
+    assert coding_of(header) == coding
+
+
+@pytest.mark.parametrize("header", ["gzip, gzip", "gzip, deflate", "br", "zstd", "compress"])
+def test_stacked_or_unknown_codings_are_refused(header: str) -> None:
+    with pytest.raises(ValueError, match=r"stacked|unknown"):
+        coding_of(header)
