@@ -4,7 +4,8 @@
 (no socket, so each example is quick) whose answer Hypothesis draws: a status,
 a content type, and a body assembled from well-formed frames for this very
 request, broken frames and raw noise (CR, stray bytes, invalid UTF-8, comments,
-oversized lines), delivered in drawn chunks. Retries and back-off run on trio's
+oversized lines), sent as is or gzip- or deflate-encoded (sometimes with noise
+in the compressed bytes), delivered in drawn chunks. Retries and back-off run on trio's
 autojumping mock clock. Whatever is drawn:
 
 - nothing escapes the driver, and the resource becomes idle;
@@ -16,8 +17,10 @@ autojumping mock clock. Whatever is drawn:
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
+import zlib
 from typing import Any
 
 import httpx
@@ -68,20 +71,48 @@ PIECES = st.sampled_from(
 NOISE = st.sampled_from([b"\xff", b"\xe4\xb8", b"\x00", b"data", b":", b" "])
 
 
+CODINGS = st.sampled_from([None, None, None, "gzip", "deflate", "raw deflate"])
+"""How the body is encoded: a sound run must commit whichever, however it is cut."""
+
+
+def encoded(coding: str | None, body: bytes) -> bytes:
+    if coding == "gzip":
+        return gzip.compress(body)
+    if coding == "deflate":
+        return zlib.compress(body)
+    if coding == "raw deflate":
+        squeeze = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        return squeeze.compress(body) + squeeze.flush()
+    return body
+
+
 @st.composite
 def answers(draw: st.DrawFn) -> dict[str, Any]:
     cuts = draw(st.lists(st.integers(0, 4000), max_size=6))
+    coding = draw(CODINGS)
     if draw(st.booleans()):
         # A run as an agent sends it, with harmless extras: it should commit.
         extras = st.sampled_from([GOOD[:3], *[[p] for p in GOOD[3:]]]).map(list)
         middle = [p for chunk in draw(st.lists(extras, max_size=3)) for p in chunk]
         parts = [b"STARTED", *(p.encode() for p in middle), b"FINISHED"]
         sse = "text/event-stream"
-        return {"parts": parts, "cuts": cuts, "status": 200, "type": sse, "sound": 1}
+        return {
+            "parts": parts,
+            "cuts": cuts,
+            "status": 200,
+            "type": sse,
+            "sound": 1,
+            "coding": coding,
+        }
     parts = draw(st.lists(PIECES.map(str.encode) | NOISE, max_size=12))
     status = draw(st.sampled_from([200] * 6 + [204, 400, 429, 500, 503]))
     kind = draw(st.sampled_from(["text/event-stream"] * 4 + ["application/json", ""]))
-    return {"parts": parts, "cuts": cuts, "status": status, "type": kind, "sound": 0}
+    # Some broken answers also break their coding: noise inside the compressed bytes.
+    garble = draw(st.none() | st.tuples(st.integers(0, 4000), NOISE)) if coding else None
+    return {
+        **{"parts": parts, "cuts": cuts, "status": status, "type": kind, "sound": 0},
+        **{"coding": coding, "garble": garble},
+    }
 
 
 def body_for(request: httpx.Request, answer: dict[str, Any]) -> list[bytes]:
@@ -92,7 +123,11 @@ def body_for(request: httpx.Request, answer: dict[str, Any]) -> list[bytes]:
         b"STARTED": f"data: {json.dumps({'type': 'RUN_STARTED', **ids})}\n\n".encode(),
         b"FINISHED": f"data: {json.dumps({'type': 'RUN_FINISHED', **ids})}\n\n".encode(),
     }
-    body = b"".join(frames.get(p, p) for p in answer["parts"])
+    body = encoded(answer["coding"], b"".join(frames.get(p, p) for p in answer["parts"]))
+    if answer.get("garble"):
+        at, noise = answer["garble"]
+        at %= len(body) + 1
+        body = body[:at] + noise + body[at:]
     points = sorted({c % (len(body) + 1) for c in answer["cuts"]})
     edges = [0, *points, len(body)]
     return [body[a:b] for a, b in itertools.pairwise(edges) if b > a]
@@ -115,6 +150,8 @@ def test_any_http_answer_in_any_chunks_ends_the_run_cleanly(
                 yield chunk
 
         headers = {"content-type": answer["type"]} if answer["type"] else {}
+        if answer["coding"]:
+            headers["content-encoding"] = "gzip" if answer["coding"] == "gzip" else "deflate"
         return httpx.Response(answer["status"], headers=headers, content=stream())
 
     async def main() -> None:
