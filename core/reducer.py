@@ -218,6 +218,18 @@ def _end_activity(tx: _Tx) -> None:
     _flush_tools(tx)
 
 
+def _close_streams(tx: _Tx) -> None:
+    """Close the streams of finished runs, kept open for a late RUN_ERROR (R-J3).
+
+    New input, a new thread or a resume's acknowledgement makes their late events
+    no longer this resource's concern; an endpoint that holds its connections open
+    would otherwise pile them up.
+    """
+    for attempt in sorted(tx.s.lingering):
+        tx.emit(AbortAttempt(attempt))
+    tx.set(lingering=frozenset())
+
+
 def _cancel_expiry_timer(tx: _Tx) -> None:
     if tx.s.expiry_timer is not None:
         tx.emit(CancelTimer(tx.s.expiry_timer))
@@ -281,6 +293,7 @@ def _claim_blocked_by_expiry(
 def _supersede(tx: _Tx) -> None:
     """New input replaces whatever runs; a resumed interaction ends cleanly (R-D3, R-E5)."""
     _end_activity(tx)
+    _close_streams(tx)
     tx.set(resuming=False, tool_rounds=0, error=None)
 
 
@@ -300,6 +313,7 @@ def _settle(tx: _Tx) -> None:
     tx.set(resuming=False, tool_rounds=0, settled=True)
     s = tx.s
     if s.options.kind == "completion" and s.input is not None and s.input != s.answered:
+        _close_streams(tx)  # the deferred input is new input (R-E2)
         _start_completion(tx, s.input)
 
 
@@ -489,8 +503,7 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
         return Transition(s)  # R-H2: the same id changes nothing
     tx = _Tx(s)
     _end_activity(tx)
-    for attempt in sorted(tx.s.lingering):
-        tx.emit(AbortAttempt(attempt))
+    _close_streams(tx)
     _cancel_expiry_timer(tx)
     tx.set(
         thread_id=i.thread_id if i.thread_id is not None else tx.new_id("thread"),
@@ -498,7 +511,6 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
         claim=None,
         resuming=False,
         needs_new_thread=False,
-        lingering=frozenset(),
         tool_rounds=0,
         error=None,
     )
@@ -686,9 +698,7 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
         # runs close with it: their late events no longer concern this thread's state.
         tx.set(batch=None, claim=None)
         _cancel_expiry_timer(tx)
-        for old in sorted(tx.s.lingering):
-            tx.emit(AbortAttempt(old))
-        tx.set(lingering=frozenset())
+        _close_streams(tx)
 
 
 _LIFECYCLE = frozenset({ev.RunStarted, ev.RunFinished, ev.RunError})

@@ -42,6 +42,7 @@ from interlude.adapters.fake import (
     tool_call,
 )
 from interlude.adapters.resource import Resource
+from interlude.core import AbortAttempt, FrameReceived, Reload, Send, step
 from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
@@ -1398,6 +1399,31 @@ def test_R_J3_the_resumes_acknowledgement_closes_the_stream_of_the_run_it_answer
     driver.run_until_idle()
     assert_idle_ok(chat)
     assert chat.messages[-1] == AssistantMessage(id="m2", content="Resumed")
+
+
+@pytest.mark.parametrize("new_input", ["send", "reload"])
+def test_R_J3_new_input_closes_the_streams_of_finished_runs(new_input: str) -> None:
+    """A finished run's stream stays open only for a late RUN_ERROR (R-J3). New input
+    closes it: an endpoint that holds its connections open must not pile them up, and
+    the old run's late RUN_ERROR must not become the new run's error."""
+    driver, chat = chat_with(
+        lambda req: held(started(req), *text("m1", "Done"), finished(req), run_error("late A")),
+        succeed(*text("m2", "B")),
+    )
+    start(chat, driver)
+    feed(driver, 5)  # run A finished; its late RUN_ERROR is still held
+    (first,) = driver.requests
+    assert chat.core_state.lingering == {first.attempt}
+    t = step(chat.core_state, Send("again") if new_input == "send" else Reload(), FAKE_EPOCH)
+    assert AbortAttempt(first.attempt) in t.commands
+    assert t.state.lingering == frozenset()
+    chat.send("again") if new_input == "send" else chat.reload()
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    assert chat.core_state.lingering == frozenset()
+    chat.apply(FrameReceived(first.attempt, json.dumps(run_error("late A"))))
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(id="m2", content="B")
 
 
 # -- R-J5: the cancelled and unknown outcomes -----------------------------------------------
