@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -125,13 +126,34 @@ def step(state: State, input: Input, now: float) -> Transition:
     if handler is None:
         raise err.UsageError(f"{type(input).__name__} is not an interlude input")
     if type(now) is not float or now - now:  # NaN and infinities leave NaN, not 0.0
-        _check_now(now)
+        now = _seconds(now)
     return handler(state, input, now)
 
 
-def _check_now(now: object) -> None:
-    if type(now) is not int:  # an int is exact seconds; anything else is a caller's bug
-        raise err.UsageError(f"now must be finite epoch seconds (a float), not {now!r}")
+def _seconds(now: object) -> float:
+    """``now`` as float seconds: an int or a float subclass (numpy's) is read as one."""
+    if isinstance(now, int | float) and not isinstance(now, bool):
+        try:
+            seconds = float(now)
+        except OverflowError:
+            seconds = math.inf
+        if math.isfinite(seconds):
+            return seconds
+    hint = " (call .timestamp() on it)" if hasattr(now, "timestamp") else ""
+    raise err.UsageError(
+        f"now must be finite epoch seconds (a float, as time.time() gives), "
+        f"not {type(now).__name__} {now!r}{hint}"
+    )
+
+
+def _check_issued(s: State, number: object, what: str) -> None:
+    """Refuse an attempt, timer or task number this state never handed out: a driver
+    stepping an old state, or carrying out commands before storing the new one."""
+    if type(number) is not int or not 0 < number <= s.serial:
+        raise err.UsageError(
+            f"{what} {number!r} was never issued by this state: step the newest state, "
+            "and store each transition's state before carrying out its commands"
+        )
 
 
 # -- the transition builder ------------------------------------------------------
@@ -568,10 +590,16 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
     attempt = None if run is None else run.attempt
     current = attempt is not None and attempt.id == i.attempt
     if not current and i.attempt not in s.lingering:
+        _check_issued(s, i.attempt, "FrameReceived: attempt")
         return Transition(s)  # a late frame of a retired attempt (R-H1)
     try:
         event = decode_frame(i.data)
     except WireError as exc:
+        if type(i.data) is not str:  # no network sends this: the driver built it wrongly
+            raise err.UsageError(
+                f"FrameReceived.data is one SSE frame's data as text, not "
+                f"{type(i.data).__name__}; decode the bytes (UTF-8) and pass the data field"
+            ) from None
         return _bad_frame(s, i.attempt, exc, now)
     if current and s.draft is not None and type(event) not in _LIFECYCLE:
         return _content(s, s.draft, event)
@@ -585,12 +613,18 @@ def _event(s: State, i: EventReceived, now: float) -> Transition:
     and a field of the wrong kind fails the run as a bad frame would. (Not the
     hot path: the drivers hand the reducer frames.)
     """
+    if not isinstance(i.event, (*ev.EVENT_TYPES, ev.UnknownEvent)):
+        raise err.UsageError(
+            f"EventReceived.event is a typed AG-UI event (interlude.core.wire), not "
+            f"{type(i.event).__name__}; pass frame text as FrameReceived(attempt, data)"
+        )
     try:
         data = dumps(encode_event(i.event))
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         run = s.run
         live = run is not None and run.attempt is not None and run.attempt.id == i.attempt
         if not live and i.attempt not in s.lingering:
+            _check_issued(s, i.attempt, "EventReceived: attempt")
             return Transition(s)
         problem = f"the typed event {type(i.event).__name__} has no wire form: {exc}"
         return _bad_frame(s, i.attempt, WireError(problem), now)
@@ -639,6 +673,8 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     attempt = run.attempt
     if s.draft is not None and type(event) not in _LIFECYCLE:
         return _content(s, s.draft, event)
+    if not attempt.acked:
+        _check_sent(attempt, "an event")
     tx = _Tx(s)
     if isinstance(event, ev.RunError):
         _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)
@@ -876,16 +912,18 @@ def _tools_progress(tx: _Tx) -> None:
 def _send_starting(s: State, i: SendStarting, now: float) -> Transition:
     run = s.run
     if run is None or run.attempt is None or run.attempt.id != i.attempt:
+        _check_issued(s, i.attempt, "SendStarting: attempt")
         # Retired before it went out: make sure it never does.
         return Transition(s, (AbortAttempt(i.attempt),))
-    if run.kind != "resume" or s.claim is None:
+    if run.attempt.sent:
         return Transition(s)
-    expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
-    if not expired:
-        return Transition(s)
-    tx = _Tx(s)
-    _expire_claim(tx, expired)  # R-F3: checked immediately before every send
-    return tx.done()
+    if run.kind == "resume" and s.claim is not None:
+        expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
+        if expired:
+            tx = _Tx(s)
+            _expire_claim(tx, expired)  # R-F3: checked immediately before every send
+            return tx.done()
+    return Transition(evolve(s, run=evolve(run, attempt=evolve(run.attempt, sent=True))))
 
 
 def _ended_or_current(s: State, attempt: int) -> Run | Transition:
@@ -895,6 +933,7 @@ def _ended_or_current(s: State, attempt: int) -> Run | Transition:
         return Transition(evolve(s, lingering=s.lingering - {attempt}))
     run = s.run
     if run is None or run.attempt is None or run.attempt.id != attempt:
+        _check_issued(s, attempt, "attempt")
         return Transition(s)
     return run
 
@@ -904,6 +943,7 @@ def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
     if isinstance(run, Transition):
         return run
     assert run.attempt is not None
+    _check_sent(run.attempt, "StreamEnded")
     tx = _Tx(s)
     if run.attempt.acked:
         # R-J3: a truncated run is never a success.
@@ -912,6 +952,16 @@ def _stream_ended(s: State, i: StreamEnded, now: float) -> Transition:
         problem = err.ProtocolError("the stream ended before RUN_STARTED", retryable=True)
         _fail_attempt(tx, problem, True, now)
     return tx.done()
+
+
+def _check_sent(attempt: Attempt, what: str) -> None:
+    if not attempt.sent:
+        # The expiry check before the send (R-F3) would have been skipped.
+        raise err.UsageError(
+            f"{what} for attempt {attempt.id}, which was never announced: apply "
+            f"SendStarting({attempt.id}) before sending, and send only if it does not "
+            "answer AbortAttempt"
+        )
 
 
 def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
@@ -931,8 +981,7 @@ def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
 
 def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
     if i.timer == s.expiry_timer:
-        # R-G3: observers learn of the expiry the moment it happens.
-        return Transition(evolve(s, expiry_timer=None))
+        return _expiry_due(s, i.timer, now)
     run = s.run
     if run is None or run.retry_timer != i.timer:
         return Transition(s)
@@ -947,6 +996,24 @@ def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
     tx.set(run=evolve(run, attempt=attempt, retry_timer=None, attempts=attempt.number))
     # R-F2: the captured request, byte for byte, with only a fresh run id.
     tx.emit(StartAttempt(attempt.id, evolve(run.template, run_id=run_id)))
+    return tx.done()
+
+
+def _expiry_due(s: State, timer: int, now: float) -> Transition:
+    """The earliest expiry of the batch: observers learn of it at once (R-G3)."""
+    due = s.batch.earliest_expiry if s.batch is not None else None
+    if due is not None and now < due:
+        # Fired early (a clock step, a coarse timer): wait again, or no one is told.
+        return Transition(s, (StartTimer(timer, due, "expiry"),))
+    tx = _Tx(s)
+    tx.set(expiry_timer=None)
+    run = s.run
+    if run is not None and run.attempt is None and run.kind == "resume" and s.claim is not None:
+        # The claim waits out a retry back-off, and the retry's send would be refused
+        # (R-F3): release it now rather than at the retry timer.
+        expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
+        if expired:
+            _expire_claim(tx, expired)
     return tx.done()
 
 

@@ -170,6 +170,8 @@ class Attempt:
     run_id: str
     number: int
     """1 for the first attempt of a logical run; the retry budget counts these."""
+    sent: bool = False
+    """The driver announced the send (``SendStarting``) and it was not withdrawn."""
     acked: bool = False
 
 

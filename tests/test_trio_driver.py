@@ -341,7 +341,8 @@ def test_a_dropped_connection_before_run_started_is_retried_after_the_back_off()
 
 
 def test_expiry_reached_while_waiting_for_a_retry_sends_nothing() -> None:
-    """R-F3, R-G1, R-G3, R-G4: expiry found before the retry's send: nothing goes out.
+    """R-F3, R-G1, R-G3, R-G4: expiry found before the retry's send: nothing goes out,
+    and the claim is released the moment the batch expires, not at the retry timer.
 
     The clock is injected (the fake epoch plus the mock clock), so ``expiresAt``
     is a fixed date.
@@ -372,7 +373,7 @@ def test_expiry_reached_while_waiting_for_a_retry_sends_nothing() -> None:
                 assert isinstance(chat.error, BatchExpiredError)
                 assert chat.pending_interrupts is batch  # the same batch stays visible
                 assert not chat.is_resuming and chat.is_expired
-                assert trio.current_time() == pytest.approx(10.0)
+                assert trio.current_time() == pytest.approx(5.0)  # the retry was due at 10 s
 
     run_mock(main)
     assert len(transport.requests) == 2  # the retry was never sent

@@ -1,0 +1,249 @@
+"""What the reducer asks of a driver, and the UsageError it raises when a driver gets
+it wrong (reference.md, Inputs and Commands): state unchanged, a message that says
+what to do, and never a retry against the endpoint for the driver's own bug."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import pytest
+
+from interlude.core import (
+    AbortAttempt,
+    AttemptFailed,
+    EventReceived,
+    FrameReceived,
+    Options,
+    Resume,
+    RetryPolicy,
+    SendStarting,
+    StartAttempt,
+    StartTimer,
+    State,
+    Stop,
+    StreamEnded,
+    TimerFired,
+    Transition,
+    TransportError,
+    UsageError,
+    initial_state,
+    selectors,
+    step,
+)
+from interlude.core import Send as SendIntent
+from interlude.core.wire import RunStarted
+
+NOW = 1_800_000_000.0
+
+
+SLOW_RETRY = Options(retry=RetryPolicy(base_delay=10.0, jitter=0.0))
+
+
+def started(options: Options = SLOW_RETRY) -> tuple[State, StartAttempt]:
+    """A chat whose first attempt was just started (not yet announced)."""
+    t = step(initial_state(options), SendIntent("hi"), NOW)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    return t.state, start
+
+
+def announced() -> tuple[State, StartAttempt]:
+    s, start = started()
+    t = step(s, SendStarting(start.attempt), NOW)
+    assert t.commands == ()
+    return t.state, start
+
+
+def run_started(start: StartAttempt) -> str:
+    ri = start.run_input
+    return json.dumps({"type": "RUN_STARTED", "threadId": ri.thread_id, "runId": ri.run_id})
+
+
+def refused(s: State, input: Any, match: str, now: Any = NOW) -> None:
+    with pytest.raises(UsageError, match=match):
+        step(s, input, now)
+
+
+# -- the data a driver hands over -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data", [b'{"type":"RUN_STARTED"}', {"type": "RUN_STARTED"}, None, 7], ids=repr
+)
+def test_frame_data_that_is_not_text_is_the_drivers_bug_not_the_endpoints(data: Any) -> None:
+    """No network sends bytes or a dict as a frame's data: that is a driver building the
+    input wrongly. It used to count as a retryable ProtocolError and send the request
+    again."""
+    s, start = announced()
+    refused(s, FrameReceived(start.attempt, data), "one SSE frame's data as text")
+
+
+@pytest.mark.parametrize("event", [None, {"type": "RUN_STARTED"}, '{"type":"RUN_STARTED"}'])
+def test_event_received_takes_a_typed_event(event: Any) -> None:
+    s, start = announced()
+    refused(s, EventReceived(start.attempt, event), "a typed AG-UI event")
+
+
+# -- attempts: announced before they are sent, and only those this state issued -------
+
+
+def test_an_event_before_send_starting_is_refused() -> None:
+    """R-F3: the expiry check happens at SendStarting; a driver that skips it would send
+    expired answers. The first event of an unannounced attempt says so."""
+    s, start = started()
+    refused(s, FrameReceived(start.attempt, run_started(start)), r"apply SendStarting\(")
+    ri = start.run_input
+    event = RunStarted(thread_id=ri.thread_id, run_id=ri.run_id)
+    refused(s, EventReceived(start.attempt, event), "never announced")
+    refused(s, StreamEnded(start.attempt), "never announced")
+
+
+def test_a_failure_before_send_starting_is_taken() -> None:
+    """A driver that cannot even build the body reports it without announcing a send."""
+    s, start = started()
+    t = step(s, AttemptFailed(start.attempt, TransportError("no JSON", retryable=False)), NOW)
+    assert isinstance(selectors.error(t.state), TransportError)
+    assert not selectors.is_loading(t.state)
+
+
+def test_send_starting_twice_changes_nothing() -> None:
+    s, start = announced()
+    assert step(s, SendStarting(start.attempt), NOW) == Transition(s)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a: FrameReceived(a, "{}"),
+        lambda a: StreamEnded(a),
+        lambda a: AttemptFailed(a, TransportError("x", retryable=True)),
+        lambda a: SendStarting(a),
+        lambda a: EventReceived(a, RunStarted(thread_id="t", run_id="r")),
+    ],
+    ids=["frame", "ended", "failed", "send-starting", "event"],
+)
+@pytest.mark.parametrize("attempt", [999, "1", None, 0, -1])
+def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any) -> None:
+    """A retired attempt's late input is ignored (R-H1); one that was never issued means
+    the driver steps an old state, or passed the wrong value."""
+    s, _ = announced()
+    refused(s, make(attempt), "never issued by this state")
+
+
+def test_carrying_out_commands_before_storing_the_state_is_caught() -> None:
+    """The easy mistake: run StartAttempt against the state from before the step. That
+    old state answered AbortAttempt ('retired'), so nothing was sent and the run hung
+    with no error."""
+    before = initial_state(Options())
+    t = step(before, SendIntent("hi"), NOW)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    refused(before, SendStarting(start.attempt), "store each transition's state")
+    # The newest state takes it.
+    assert step(t.state, SendStarting(start.attempt), NOW).commands == ()
+
+
+def test_a_retired_attempt_is_still_ignored_or_withdrawn() -> None:
+    """R-H1 is unchanged: a stopped attempt's input is ignored, its send withdrawn."""
+    s, start = started()
+    stopped = step(s, Stop(), NOW).state
+    assert step(stopped, SendStarting(start.attempt), NOW).commands == (
+        AbortAttempt(start.attempt),
+    )
+    assert step(stopped, FrameReceived(start.attempt, "{}"), NOW).state is stopped
+
+
+# -- the clock ---------------------------------------------------------------------------
+
+
+class Seconds(float):
+    """A float subclass, as numpy.float64 is."""
+
+
+@pytest.mark.parametrize("now", [Seconds(NOW), int(NOW), NOW])
+def test_now_is_any_finite_real_seconds(now: Any) -> None:
+    s, start = started()
+    t = step(s, SendStarting(start.attempt), now)
+    assert t.commands == ()
+
+
+@pytest.mark.parametrize(
+    ("now", "match"),
+    [
+        (True, "not bool"),
+        (float("nan"), "not float nan"),
+        (float("inf"), "not float inf"),
+        (10**400, "not int"),
+        ("1800000000", "not str"),
+        (datetime.datetime(2027, 1, 1), r"call \.timestamp\(\) on it"),
+    ],
+    ids=["bool", "nan", "inf", "huge-int", "str", "datetime"],
+)
+def test_now_that_is_not_finite_seconds_is_refused_naming_its_type(now: Any, match: str) -> None:
+    s, start = started()
+    refused(s, SendStarting(start.attempt), match, now=now)
+
+
+# -- timers ------------------------------------------------------------------------------
+
+
+def paused_with_expiry(expires_in: float) -> tuple[State, StartTimer]:
+    s, start = announced()
+    ri = start.run_input
+    finish = {
+        "type": "RUN_FINISHED",
+        "threadId": ri.thread_id,
+        "runId": ri.run_id,
+        "outcome": {
+            "type": "interrupt",
+            "interrupts": [
+                {
+                    "id": "approve",
+                    "reason": "confirm",
+                    "expiresAt": datetime.datetime.fromtimestamp(NOW + expires_in, datetime.UTC)
+                    .isoformat()
+                    .replace("+00:00", "Z"),
+                }
+            ],
+        },
+    }
+    s = step(s, FrameReceived(start.attempt, run_started(start)), NOW).state
+    t = step(s, FrameReceived(start.attempt, json.dumps(finish)), NOW)
+    (timer,) = [c for c in t.commands if isinstance(c, StartTimer)]
+    assert timer.purpose == "expiry" and timer.due == NOW + expires_in
+    return t.state, timer
+
+
+def test_an_expiry_timer_that_fires_early_is_started_again() -> None:
+    """R-G3: observers learn of the expiry the moment it happens. A timer fired before
+    its due time (a clock step, a coarse timer) would otherwise be used up, and no one
+    would ever be told."""
+    s, timer = paused_with_expiry(30)
+    early = step(s, TimerFired(timer.timer), timer.due - 0.0005)
+    assert early.commands == (timer,)
+    assert early.state == s
+    assert not selectors.is_expired(early.state, timer.due - 0.0005)
+    due = step(early.state, TimerFired(timer.timer), timer.due)
+    assert due.commands == ()
+    assert due.state.expiry_timer is None
+    assert selectors.is_expired(due.state, timer.due)
+
+
+def test_the_expiry_releases_a_claim_that_waits_out_a_retry() -> None:
+    """R-F3: the retry's send would be refused; the claim is released at the expiry
+    rather than when the back-off ends."""
+    s, timer = paused_with_expiry(5)
+    batch = selectors.pending_interrupts(s)
+    assert batch is not None
+    entries = [{"interrupt_id": "approve", "status": "resolved", "payload": True}]
+    t = step(s, Resume(batch.id, entries), NOW + 1)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    s = step(t.state, SendStarting(start.attempt), NOW + 1).state
+    t = step(s, AttemptFailed(start.attempt, TransportError("drop", retryable=True)), NOW + 1)
+    (retry,) = [c for c in t.commands if isinstance(c, StartTimer)]
+    assert retry.due > timer.due  # the back-off outlasts the batch
+    t = step(t.state, TimerFired(timer.timer), timer.due)
+    assert t.state.claim is None and not selectors.is_resuming(t.state)
+    assert not selectors.is_loading(t.state)
+    assert type(selectors.error(t.state)).__name__ == "BatchExpiredError"
+    assert selectors.pending_interrupts(t.state) is batch
