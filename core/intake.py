@@ -17,7 +17,16 @@ from .json import JSON, NotJSONError, freeze
 from .wire.codec import WireError, decode_message, encode_json, encode_message
 from .wire.messages import MESSAGE_TYPES, Content, Message, UserMessage
 
-__all__ = ["json_value", "message_id", "messages", "thread_id", "user_content", "user_message"]
+__all__ = [
+    "json_value",
+    "message_id",
+    "messages",
+    "new_message_id",
+    "serial_past",
+    "thread_id",
+    "user_content",
+    "user_message",
+]
 
 
 def json_value(value: object, verb: str) -> JSON:
@@ -72,6 +81,7 @@ def messages(items: object, verb: str) -> tuple[Message, ...]:
     if isinstance(items, (str, bytes, Mapping, *MESSAGE_TYPES)) or not isinstance(items, Iterable):
         raise UsageError(f"{verb} takes a list of messages, not {_describe(items)}")
     out: list[Message] = []
+    seen: dict[str, int] = {}
     for n, m in enumerate(items):
         if not isinstance(m, MESSAGE_TYPES):
             raise UsageError(
@@ -79,7 +89,39 @@ def messages(items: object, verb: str) -> tuple[Message, ...]:
                 "build messages with interlude.core.wire (UserMessage, ...)"
             )
         out.append(_canonical(m, f"{verb} item {n}"))
+        first = seen.setdefault(m.id, n)
+        if first != n:
+            # Tool results, snapshots and endpoints find messages by id.
+            raise UsageError(
+                f"{verb} item {n} repeats the id {m.id!r} of item {first}; "
+                "every message of a history needs its own id"
+            )
     return tuple(out)
+
+
+def new_message_id(mid: str, history: Iterable[Message], verb: str) -> str:
+    """``mid``, given by the application for a new message, if no message has it yet."""
+    if any(m.id == mid for m in history):
+        raise UsageError(
+            f"{verb}: message id {mid!r} is already in the history; give a new id, or none "
+            "to have one generated"
+        )
+    return mid
+
+
+def serial_past(history: Iterable[Message], prefix: str, serial: int) -> int:
+    """``serial``, raised past every number a history's ids carry under ``prefix``.
+
+    Generated ids are ``{prefix}-{kind}-{n}`` from a counter in the state: a history
+    restored from an earlier runtime must not have its ids handed out again.
+    """
+    head = prefix + "-"
+    for m in history:
+        if m.id.startswith(head):
+            tail = m.id.rpartition("-")[2]
+            if tail.isdigit() and tail.isascii() and len(tail) <= 18:
+                serial = max(serial, int(tail))
+    return serial
 
 
 def user_message(m: UserMessage, verb: str) -> UserMessage:

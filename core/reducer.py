@@ -110,8 +110,10 @@ def initial_state(
     if options is not None and not isinstance(options, Options):
         raise err.UsageError(f"options must be an Options, not a {type(options).__name__}")
     history = intake.messages(messages, "messages=")
+    options = options or Options()
     return State(
-        options=options or Options(),
+        options=options,
+        serial=intake.serial_past(history, _prefix(options), 0),
         thread_id=intake.thread_id(thread_id, "thread_id="),
         checkpoint=Checkpoint(
             messages=PVec.from_iterable(history),
@@ -182,10 +184,14 @@ class _Tx:
         return n
 
     def new_id(self, kind: str) -> str:
-        return f"{self.s.options.id_prefix or 'interlude'}-{kind}-{self.serial()}"
+        return f"{_prefix(self.s.options)}-{kind}-{self.serial()}"
 
     def done(self) -> Transition:
         return Transition(self.s, tuple(self.commands))
+
+
+def _prefix(options: Options) -> str:
+    return options.id_prefix or "interlude"
 
 
 # -- shared moves ------------------------------------------------------------------
@@ -420,6 +426,9 @@ def _send(s: State, i: Send, now: float) -> Transition:
     else:
         given = None
         content = intake.user_content(i.content, "send()")
+    chosen = given.id if given is not None else mid
+    if chosen is not None:
+        intake.new_message_id(chosen, s.checkpoint.messages, "send()")
     tx = _Tx(s)
     _supersede(tx)
     cp = tx.s.checkpoint
@@ -434,7 +443,10 @@ def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
     messages = intake.messages(i.messages, "set_messages()")
     tx = _Tx(s)
     _supersede(tx)
-    tx.set(checkpoint=evolve(tx.s.checkpoint, messages=PVec.from_iterable(messages)))
+    tx.set(
+        checkpoint=evolve(tx.s.checkpoint, messages=PVec.from_iterable(messages)),
+        serial=intake.serial_past(messages, _prefix(s.options), s.serial),
+    )
     if messages and messages[-1].role in ("user", "tool"):
         _start_run(tx, "first")
     return tx.done()

@@ -66,6 +66,12 @@ CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
         "give the id once",
     ),
     "subscribe(None)": (lambda r: r.subscribe(None), "takes a callable"),  # type: ignore[arg-type]
+    "set_messages(two messages with one id)": (
+        lambda r: r.set_messages(
+            [UserMessage(id="u", content="a"), UserMessage(id="u", content="b")]
+        ),
+        "item 1 repeats the id 'u' of item 0",
+    ),
 }
 
 
@@ -83,6 +89,10 @@ FACTORY_CASES: dict[str, tuple[Callable[[FakeDriver], Any], str]] = {
     "chat(state=NaN)": (lambda d: d.chat(state=float("nan")), "state= takes a JSON value"),
     "completion(state={set})": (lambda d: d.completion(state={"s": {1}}), "state= takes a JSON"),
     "chat(options=dict)": (lambda d: d.chat({"kind": "chat"}), "takes an Options"),  # type: ignore[arg-type]
+    "chat(messages=two with one id)": (
+        lambda d: d.chat(messages=[UserMessage(id="u", content="a")] * 2),
+        "messages= item 1 repeats the id 'u'",
+    ),
 }
 
 
@@ -148,3 +158,50 @@ def test_an_argument_of_the_wrong_kind_is_a_usage_error_that_changes_nothing(cal
     chat.send("still works")
     driver.run_until_idle()
     assert chat.error is None and len(driver.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "send",
+    [
+        lambda r: r.send("again", message_id="u1"),
+        lambda r: r.send(UserMessage(id="u1", content="again")),
+    ],
+    ids=["message_id", "UserMessage"],
+)
+def test_send_refuses_an_id_the_history_already_has(send: Callable[[Resource], Any]) -> None:
+    """Endpoints recognise a repeated user message by its id (failures.md): a new message
+    with an old id could be dropped as a repeat."""
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat(messages=[UserMessage(id="u1", content="first")])
+    before = chat.core_state
+    with pytest.raises(UsageError, match="message id 'u1' is already in the history"):
+        send(chat)
+    assert chat.core_state is before
+
+
+def test_a_restored_history_never_gets_its_generated_ids_again() -> None:
+    """Ids come from a counter in the state (no randomness in the core): a state built
+    from a saved history starts the counter past every number its ids carry, so the
+    next message and run ids are new even under the same prefix."""
+    first = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = first.chat(thread_id="support-42")
+    chat.send("first question")
+    first.run_until_idle()
+    chat.send("second question")
+    first.run_until_idle()
+    saved = list(chat.messages)
+    used = {m.id for m in saved} | {r.run_id for r in first.requests}
+
+    second = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    restored = second.chat(thread_id="support-42", messages=saved)
+    restored.send("third question")
+    second.run_until_idle()
+    (request,) = second.requests
+    new_ids = {restored.messages[-1].id, request.run_id}
+    assert not new_ids & used, new_ids & used
+    assert [m["id"] for m in request.json["messages"]][:-1] == [m.id for m in saved]
+
+    again = second.chat(thread_id="support-42")
+    again.set_messages(saved)
+    again.send("fourth question")
+    assert again.messages[-1].id not in used
