@@ -177,11 +177,12 @@ class TimerFired:
 
 @attrs.frozen
 class ToolFinished:
-    """Local tool task ``task`` returned ``value`` or failed with ``error``."""
+    """Local tool task ``task`` returned ``value`` or failed with ``error``: a message, or
+    the exception itself (written as ``"TypeName: message"``, as the drivers do)."""
 
     task: int
     value: Any = None
-    error: str | None = None
+    error: str | BaseException | None = None
 
 
 @attrs.frozen

@@ -126,10 +126,19 @@ def step(state: State, input: Input, now: float) -> Transition:
     """The state after ``input`` at time ``now``, and the commands to carry out."""
     handler = _HANDLERS.get(type(input))
     if handler is None:
-        raise err.UsageError(f"{type(input).__name__} is not an interlude input")
+        raise _not_an_input(input)
     if type(now) is not float or now - now:  # NaN and infinities leave NaN, not 0.0
         now = _seconds(now)
     return handler(state, input, now)
+
+
+def _not_an_input(input: object) -> err.UsageError:
+    if isinstance(input, type) and input in _HANDLERS:
+        return err.UsageError(f"step() takes an input, not the class {input.__name__}: call it")
+    hint = ""
+    if isinstance(input, (*ev.EVENT_TYPES, ev.UnknownEvent)):
+        hint = "; a typed event goes in as EventReceived(attempt, event)"
+    return err.UsageError(f"{type(input).__name__} is not an interlude input{hint}")
 
 
 def _seconds(now: object) -> float:
@@ -1039,7 +1048,11 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
     t = r.tasks[n]
     tx = _Tx(s)
     if i.error is not None:
-        result = _tool_message(tx, t.tool_call_id, f"Error: {i.error}", str(i.error))
+        # An exception given as is keeps its type's name, as the drivers write it.
+        why = i.error
+        if isinstance(why, BaseException):
+            why = f"{type(why).__name__}: {why}"
+        result = _tool_message(tx, t.tool_call_id, f"Error: {why}", str(why))
     elif isinstance(i.value, str):
         result = _tool_message(tx, t.tool_call_id, i.value, None)
     else:

@@ -18,6 +18,7 @@ from interlude.core import (
     Options,
     Resume,
     RetryPolicy,
+    RunTool,
     SendStarting,
     StartAttempt,
     StartTimer,
@@ -25,6 +26,8 @@ from interlude.core import (
     Stop,
     StreamEnded,
     TimerFired,
+    ToolFinished,
+    ToolMessage,
     Transition,
     TransportError,
     UsageError,
@@ -48,8 +51,8 @@ def started(options: Options = SLOW_RETRY) -> tuple[State, StartAttempt]:
     return t.state, start
 
 
-def announced() -> tuple[State, StartAttempt]:
-    s, start = started()
+def announced(options: Options = SLOW_RETRY) -> tuple[State, StartAttempt]:
+    s, start = started(options)
     t = step(s, SendStarting(start.attempt), NOW)
     assert t.commands == ()
     return t.state, start
@@ -247,3 +250,34 @@ def test_the_expiry_releases_a_claim_that_waits_out_a_retry() -> None:
     assert not selectors.is_loading(t.state)
     assert type(selectors.error(t.state)).__name__ == "BatchExpiredError"
     assert selectors.pending_interrupts(t.state) is batch
+
+
+# -- messages that say what to do -----------------------------------------------------------
+
+
+def test_a_typed_event_or_an_input_class_given_to_step_says_how_to_pass_it() -> None:
+    s, start = announced()
+    ri = start.run_input
+    event = RunStarted(thread_id=ri.thread_id, run_id=ri.run_id)
+    refused(s, event, r"RunStarted is not an interlude input; a typed event goes in as EventRec")
+    refused(s, SendIntent, "not the class Send: call it")
+
+
+def test_a_tool_error_given_as_an_exception_keeps_its_type_name() -> None:
+    """Drivers write a tool's failure as 'TypeName: message'; an exception handed to
+    ToolFinished as it is reads the same."""
+    s, start = announced(Options(local_tools=frozenset({"look"})))
+    ri = start.run_input
+    frames = [
+        run_started(start),
+        '{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"look"}',
+        '{"type":"TOOL_CALL_END","toolCallId":"c1"}',
+        json.dumps({"type": "RUN_FINISHED", "threadId": ri.thread_id, "runId": ri.run_id}),
+    ]
+    for frame in frames:
+        t = step(s, FrameReceived(start.attempt, frame), NOW)
+        s = t.state
+    (run,) = [c for c in t.commands if isinstance(c, RunTool)]
+    s = step(s, ToolFinished(run.task, error=ValueError("no such lamp")), NOW).state
+    tool = next(m for m in selectors.messages(s) if isinstance(m, ToolMessage))
+    assert tool.content == "Error: ValueError: no such lamp"
