@@ -136,7 +136,7 @@ def _not_an_input(input: object) -> err.UsageError:
     if isinstance(input, type) and input in _HANDLERS:
         return err.UsageError(f"step() takes an input, not the class {input.__name__}: call it")
     hint = ""
-    if isinstance(input, (*ev.EVENT_TYPES, ev.UnknownEvent)):
+    if isinstance(input, _EVENT_CLASSES):
         hint = "; a typed event goes in as EventReceived(attempt, event)"
     return err.UsageError(f"{type(input).__name__} is not an interlude input{hint}")
 
@@ -634,7 +634,7 @@ def _event(s: State, i: EventReceived, now: float) -> Transition:
     and a field of the wrong kind fails the run as a bad frame would. (Not the
     hot path: the drivers hand the reducer frames.)
     """
-    if not isinstance(i.event, (*ev.EVENT_TYPES, ev.UnknownEvent)):
+    if not isinstance(i.event, _EVENT_CLASSES):
         raise err.UsageError(
             f"EventReceived.event is a typed AG-UI event (interlude.core.wire), not "
             f"{type(i.event).__name__}; pass frame text as FrameReceived(attempt, data)"
@@ -759,6 +759,7 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
 
 
 _LIFECYCLE = frozenset({ev.RunStarted, ev.RunFinished, ev.RunError})
+_EVENT_CLASSES = (*ev.EVENT_TYPES, ev.UnknownEvent)
 
 
 def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> None:
@@ -1001,10 +1002,11 @@ def _attempt_failed(s: State, i: AttemptFailed, now: float) -> Transition:
 
 
 def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
-    if i.timer == s.expiry_timer:
+    if i.timer == s.expiry_timer and i.timer is not None:
         return _expiry_due(s, i.timer, now)
     run = s.run
-    if run is None or run.retry_timer != i.timer:
+    if run is None or run.retry_timer is None or run.retry_timer != i.timer:
+        _check_issued(s, i.timer, "TimerFired: timer")
         return Transition(s)
     tx = _Tx(s)
     if run.kind == "resume" and s.claim is not None:
@@ -1040,10 +1042,11 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
 
 def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
     r = s.tools
-    if r is None:
-        return Transition(s)
-    n = next((k for k, t in enumerate(r.tasks) if t.task == i.task and t.result is None), None)
-    if n is None:
+    n = None
+    if r is not None:
+        n = next((k for k, t in enumerate(r.tasks) if t.task == i.task and t.result is None), None)
+    if r is None or n is None:
+        _check_issued(s, i.task, "ToolFinished: task")
         return Transition(s)  # a late result of a cancelled tool (R-H1)
     t = r.tasks[n]
     tx = _Tx(s)

@@ -123,13 +123,15 @@ def test_send_starting_twice_changes_nothing() -> None:
         lambda a: AttemptFailed(a, TransportError("x", retryable=True)),
         lambda a: SendStarting(a),
         lambda a: EventReceived(a, RunStarted(thread_id="t", run_id="r")),
+        lambda a: TimerFired(a),
+        lambda a: ToolFinished(a, value="done"),
     ],
-    ids=["frame", "ended", "failed", "send-starting", "event"],
+    ids=["frame", "ended", "failed", "send-starting", "event", "timer", "tool"],
 )
 @pytest.mark.parametrize("attempt", [999, "1", None, 0, -1])
 def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any) -> None:
-    """A retired attempt's late input is ignored (R-H1); one that was never issued means
-    the driver steps an old state, or passed the wrong value."""
+    """A retired attempt's, timer's or task's late input is ignored (R-H1); a number this
+    state never issued means the driver steps an old state, or passed the wrong value."""
     s, _ = announced()
     refused(s, make(attempt), "never issued by this state")
 
