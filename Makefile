@@ -33,6 +33,8 @@ lint: $(STAMP)
 
 typecheck: $(STAMP) $(MYPY_TREE)/interlude/core
 	cd $(MYPY_TREE) && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml -p interlude.core -p interlude.adapters
+	# Application code as the docs write it must pass --strict against the public types.
+	cd $(MYPY_TREE) && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml --strict --follow-imports=silent ../tests/typed/usage.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests

@@ -12,7 +12,7 @@ re-entered.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import attrs
 
@@ -70,7 +70,7 @@ class Resource:
         self._state = initial_state(options, thread_id=thread_id, messages=messages, state=state)
         # A tuple, replaced on (un)subscribe: a delivery round iterates a fixed set,
         # without copying it for every change.
-        self._observers: tuple[Observer, ...] = ()
+        self._observers: tuple[Callable[[Any], None], ...] = ()
         self._pending_notifications = 0
         self._notifying = False
 
@@ -205,7 +205,7 @@ class Resource:
         """The current options; ``attrs.evolve(resource.options, ...)`` changes one field."""
         return self._state.options
 
-    def subscribe(self, observer: Observer) -> Callable[[], None]:
+    def subscribe(self, observer: Callable[[Self], None]) -> Callable[[], None]:
         """Call ``observer(resource)`` after every committed change; returns unsubscribe."""
         if not callable(observer):
             raise UsageError(

@@ -66,6 +66,7 @@ from .json import JSON, FrozenDict, NotJSONError, freeze, json_default, thaw
 from .options import ExpiryPolicy, Options, ResourceKind, RetryPolicy
 from .pvec import PVec
 from .reducer import Transition, initial_state, step
+from .selectors import MessageView
 from .state import Batch, State
 from .wire.messages import (
     AssistantMessage,
@@ -100,6 +101,7 @@ __all__ = [
     "InterruptPendingError",
     "InvalidResumeError",
     "Message",
+    "MessageView",
     "NotJSONError",
     "ObserverError",
     "ObserverFailed",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, NoReturn, TypeAlias
+from typing import Any, NoReturn, TypeAlias, overload
 
 from .pvec import PVec
 
@@ -111,6 +111,12 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+@overload
+def freeze(value: Mapping[str, object], *, max_depth: int = 512) -> FrozenDict: ...
+@overload
+def freeze(value: list[Any] | tuple[Any, ...], *, max_depth: int = 512) -> tuple[JSON, ...]: ...
+@overload
+def freeze(value: object, *, max_depth: int = 512) -> JSON: ...
 def freeze(value: object, *, max_depth: int = 512) -> JSON:
     """Check that ``value`` is JSON and return a deeply immutable copy.
 
@@ -192,7 +198,8 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
         return str.__str__(value)
     if isinstance(value, float):
         return _freeze(float(value), depth, max_depth, active)
-    raise _Fail(f"a {t.__name__} has no JSON form")
+    article = "an" if t.__name__[:1].lower() in "aeiou" else "a"
+    raise _Fail(f"{article} {t.__name__} has no JSON form")
 
 
 def freeze_parsed(value: Any) -> JSON:

@@ -157,6 +157,11 @@ class UnknownMessage:
     id: str
     raw: FrozenDict
 
+    @property
+    def content(self) -> None:
+        """None: what an unknown role holds is in ``raw``; every message reads ``content``."""
+        return None
+
 
 Message: TypeAlias = (
     DeveloperMessage

@@ -1,0 +1,19 @@
+"""The typed usage module (checked by mypy --strict in ``make typecheck``) also runs."""
+
+from __future__ import annotations
+
+import typed.usage as usage
+
+from interlude.core.json import FrozenDict
+from interlude.core.wire import UnknownMessage
+
+
+def test_the_typed_usage_module_runs() -> None:
+    assert usage.schema_checks()
+    assert usage.first_request_body().startswith(b'{"threadId":')
+    assert usage.observe_a_subclass() >= 1
+
+
+def test_an_unknown_message_reads_as_having_no_content() -> None:
+    m = UnknownMessage(role="narrator", id="n1", raw=FrozenDict({"role": "narrator", "id": "n1"}))
+    assert m.content is None and usage.text_of(m) is None

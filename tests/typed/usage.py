@@ -1,0 +1,68 @@
+"""Application code as the docs write it, type-checked under ``mypy --strict`` by
+``make typecheck``: the public types must let it through without casts or ignores.
+It also runs, as a test (``test_typed_usage.py``)."""
+
+from __future__ import annotations
+
+from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started
+from interlude.adapters.fake.script import Reply, Request
+from interlude.adapters.resource import Resource
+from interlude.core import (
+    FrozenDict,
+    Message,
+    MessageView,
+    StartAttempt,
+    freeze,
+    initial_state,
+    step,
+)
+from interlude.core import Send as SendIntent
+from interlude.core.answers import compile_answer_schema
+from interlude.core.wire import encode_request
+
+
+def text_of(message: Message) -> str | None:
+    """Every message has ``content`` (an unknown role's is None)."""
+    content = message.content
+    return content if isinstance(content, str) else None
+
+
+def last_text(view: MessageView) -> str | None:
+    return text_of(view[-1]) if len(view) else None
+
+
+def schema_checks() -> bool:
+    schema: FrozenDict = freeze({"type": "object", "required": ["approved"]})
+    validator = compile_answer_schema(schema)
+    items: tuple[object, ...] = freeze([1, 2, 3])
+    return validator.check({"approved": True}).ok and items == (1, 2, 3)
+
+
+def first_request_body() -> bytes:
+    t = step(initial_state(), SendIntent("hello"), 1_800_000_000.0)
+    (start,) = t.commands
+    assert isinstance(start, StartAttempt)
+    return encode_request(start.run_input)
+
+
+class Recorded(Resource):
+    """A subclass observed with its own type."""
+
+    seen: int = 0
+
+
+def observe_a_subclass() -> int:
+    def answer(req: Request) -> Reply:
+        return reply(started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer), resource_class=Recorded)
+    chat = driver.chat()
+    assert isinstance(chat, Recorded)
+
+    def count(r: Recorded) -> None:  # typed by the resource's own class
+        r.seen += 1
+
+    chat.subscribe(count)
+    chat.send("hi")
+    driver.run_until_idle()
+    return chat.seen
