@@ -50,6 +50,7 @@ __all__ = [
     "observe",
     "section",
     "snapshot_cost",
+    "wide_object_cost",
 ]
 
 MODES = ("fake driver", "direct apply")
@@ -364,6 +365,17 @@ def many_messages_cost(count: int) -> float:
     return seconds / len(lines)
 
 
+def wide_object_cost(count: int) -> float:
+    """Seconds per event for ``count`` patches that each add a member to one object
+    (``workload.wide_object``), through the fake driver, no observer."""
+    lines = workload.wide_object(count)
+    seconds, s = _one_run(lines, observed=False)
+    members = s.chat.state["members"]  # type: ignore[index]
+    if len(members) != count - 1:
+        raise AssertionError(f"the object has {len(members)} members after {count} events")
+    return seconds / len(lines)
+
+
 # -- the table ------------------------------------------------------------------------
 
 
@@ -481,6 +493,21 @@ def section(
                 f"<= {MAX_GROWTH:g}",
                 growth <= MAX_GROWTH,
             )
+        wide = _per_size(
+            out,
+            long_sizes,
+            wide_object_cost,
+            "{:,} members added to one state object, one per patch",
+            progress,
+        )
+        if lo != hi:
+            growth = wide[hi] / wide[lo]
+            out.add(
+                f"  its per-event cost {hi:,} / {lo:,}",
+                f"{growth:.2f}",
+                f"<= {MAX_GROWTH:g}",
+                growth <= MAX_GROWTH,
+            )
     out.notes += [
         "mix: text messages (START, 20 CONTENT, END), calls of a remote tool (START, 10 ARGS, "
         "END), 3 STATE_DELTA (replace/add on nested paths) per cycle on a ~1 MB state, "
@@ -509,6 +536,11 @@ def section(
             "parent id (each its own holder) and TOOL_CALL_RESULTs, in turn, through the "
             "fake driver with no observer: each names a message by id, found through the "
             "draft's IdHints rather than a scan of the run"
+        )
+        out.notes.append(
+            "members added to one state object: each STATE_DELTA adds a member and replaces "
+            "one added earlier; past SHARE_MEMBERS_FROM (1,024) members the object is a "
+            "PMap, so a patch copies a few small dicts rather than the object"
         )
     context = Section("Context: @ag-ui/client 1.0.0 (TypeScript), quoted from the issue")
     context.headers = ("events", "@ag-ui/client 1.0.0 (quoted)", "interlude (measured)", "")

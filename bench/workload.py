@@ -277,6 +277,18 @@ def many_messages(count: int) -> list[str]:
     return lines
 
 
+def wide_object(count: int) -> list[str]:
+    """``count`` STATE_DELTAs that each add a member to one object of the state and change
+    an earlier one: copying the object per patch would be quadratic."""
+    lines = [dumps({"type": "STATE_SNAPSHOT", "snapshot": {"members": {}}})]
+    for n in range(1, count):
+        ops = [{"op": "add", "path": f"/members/m{n}", "value": {"n": n}}]
+        if n > 1:
+            ops.append({"op": "replace", "path": f"/members/m{n // 2}/n", "value": -n})
+        lines.append(dumps({"type": "STATE_DELTA", "delta": ops}))
+    return lines
+
+
 def long_text(count: int, message_id: str = "m1") -> list[str]:
     """``count`` TEXT_MESSAGE_CONTENT deltas of one message, framed by its START and END,
     as the reference agent's ``long N`` scenario streams them (``token{i} `` each)."""

@@ -4,7 +4,8 @@ Objects become :class:`FrozenDict`, arrays become tuples; strings, numbers,
 booleans and ``None`` are immutable already. A long array that a JSON Patch
 changes becomes a :class:`~.pvec.PVec` (a persistent vector that equals and
 hashes like the tuple of its items), so that the next change to it copies a
-few dozen slots rather than the whole array. A frozen value is shared, never
+few dozen slots rather than the whole array; a wide object becomes a
+:class:`~.pmap.PMap`, for the same reason. A frozen value is shared, never
 copied: freezing an already-frozen value returns it as it is, and a JSON Patch
 copies only the containers on the patched path (see :mod:`.patch`).
 
@@ -18,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeAlias, overload
 
+from .pmap import PMap
 from .pvec import PVec
 
 __all__ = [
@@ -31,7 +33,9 @@ __all__ = [
     "thaw",
 ]
 
-JSON: TypeAlias = "bool | int | float | str | tuple[JSON, ...] | PVec[JSON] | FrozenDict | None"
+JSON: TypeAlias = (
+    "bool | int | float | str | tuple[JSON, ...] | PVec[JSON] | FrozenDict | PMap | None"
+)
 
 
 class FrozenDict(dict[str, "JSON"]):
@@ -150,7 +154,7 @@ _INT_BOUND = 10**MAX_INT_DIGITS
 
 def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
     t = type(value)
-    if value is None or t is str or t is bool or t is FrozenDict:
+    if value is None or t is str or t is bool or t is FrozenDict or t is PMap:
         return value  # type: ignore[no-any-return]
     if t is int:
         if -_INT_BOUND < value < _INT_BOUND:
@@ -214,15 +218,18 @@ def freeze_parsed(value: Any) -> JSON:
 
 def thaw(value: object) -> Any:
     """A plain, mutable ``dict``/``list`` copy of a frozen JSON value."""
-    if isinstance(value, dict):
+    if isinstance(value, dict | PMap):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, tuple | list | PVec):
         return [thaw(v) for v in value]
     return value
 
 
-def json_default(value: object) -> list[Any]:
-    """The ``default`` hook for ``json.dumps`` of frozen JSON: writes a PVec as an array."""
+def json_default(value: object) -> list[Any] | dict[str, Any]:
+    """The ``default`` hook for ``json.dumps`` of frozen JSON: writes a PVec as an array
+    and a PMap as an object."""
     if type(value) is PVec:
         return list(value)
+    if type(value) is PMap:
+        return dict(value.items())
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

@@ -19,12 +19,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .json import JSON, FrozenDict
+from .pmap import PMap
 from .pvec import PVec
 
 __all__ = [
     "MAX_COPIED",
     "MAX_DEPTH",
     "SHARE_FROM",
+    "SHARE_MEMBERS_FROM",
     "PatchError",
     "apply_patch",
     "json_equal",
@@ -37,7 +39,7 @@ MAX_DEPTH = 512
 _BAD_TILDE = re.compile(r"~(?![01])")
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 _ABSENT = object()
-_FROZEN_TYPES = (type(None), bool, int, float, str, tuple, PVec, FrozenDict)
+_FROZEN_TYPES = (type(None), bool, int, float, str, tuple, PVec, FrozenDict, PMap)
 
 MAX_COPIED = 1_000_000
 """The most JSON values (containers and scalars) one patch's ``copy`` ops may duplicate
@@ -48,6 +50,11 @@ its input this way."""
 SHARE_FROM = 64
 """Arrays a patch leaves at least this long are persistent vectors (:class:`PVec`): a
 change to one copies O(log n) slots, where a tuple would be copied whole."""
+
+SHARE_MEMBERS_FROM = 1024
+"""Objects a patch changes with at least this many members become persistent maps
+(:class:`PMap`): a change copies O(log n) small dicts, where a ``FrozenDict`` would be
+copied whole. Below it a ``FrozenDict`` copy is the cheaper."""
 
 
 class PatchError(ValueError):
@@ -119,7 +126,7 @@ def _index(token: str, length: int, *, end_ok: bool) -> int:
 
 
 def _child(container: JSON, token: str) -> JSON:
-    if isinstance(container, dict):
+    if isinstance(container, dict | PMap):
         if token in container:
             return container[token]
         raise _Fail(f"no member {_short(token)}")
@@ -143,7 +150,7 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
         token = tokens[n]
         kind = type(node)
         key: str | int
-        if kind is FrozenDict and token in node:  # type: ignore[operator]  # common, inlined
+        if (kind is FrozenDict or kind is PMap) and token in node:  # type: ignore[operator]
             key = token
         elif kind is PVec or kind is tuple:
             key = _index(token, len(node), end_ok=False)  # type: ignore[arg-type]
@@ -154,10 +161,11 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
         node = node[key]  # type: ignore[index]
     last = tokens[-1]
     new: JSON
-    if isinstance(node, dict):
+    if isinstance(node, dict | PMap):
         if op != "add" and last not in node:
             raise _Fail(f"no member {_short(last)}")
-        new = node.without(last) if op == "remove" else node.set(last, value)
+        members = _shared(node)
+        new = members.without(last) if op == "remove" else members.set(last, value)
     elif type(node) is tuple or type(node) is PVec:
         new = _array_with(node, _index(last, len(node), end_ok=op == "add"), op, value)
     else:
@@ -167,10 +175,19 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
         if type(parent) is PVec:
             new = parent.set(key, new)  # type: ignore[arg-type]
         elif isinstance(key, str):
-            new = parent.set(key, new)  # type: ignore[union-attr, arg-type]
+            new = _shared(parent).set(key, new)
         else:
             new = _array_with(parent, key, "replace", new)  # type: ignore[arg-type]
     return new
+
+
+def _shared(obj: Any) -> FrozenDict | PMap:
+    """``obj``, an object about to change, as a ``PMap`` if it is wide (SHARE_MEMBERS_FROM)."""
+    if type(obj) is FrozenDict and len(obj) >= SHARE_MEMBERS_FROM:
+        return PMap.from_mapping(obj)
+    if type(obj) is FrozenDict or type(obj) is PMap:
+        return obj
+    return FrozenDict(obj)  # a plain dict (readable, not frozen JSON): copied once
 
 
 def _array_with(
@@ -217,8 +234,8 @@ def json_equal(a: object, b: object) -> bool:
         x, y = stack.pop()
         if x is y:
             continue
-        if isinstance(x, dict):
-            if not isinstance(y, dict) or len(x) != len(y):
+        if isinstance(x, dict | PMap):
+            if not isinstance(y, dict | PMap) or len(x) != len(y):
                 return False
             for k, v in x.items():
                 if k not in y:
@@ -311,7 +328,7 @@ def _count(value: JSON, budget: int) -> int:
         if count > budget:
             break
         t = type(v)
-        if t is FrozenDict:
+        if t is FrozenDict or t is PMap:
             stack.extend(v.values())  # type: ignore[union-attr]
         elif t is tuple or t is PVec:
             stack.extend(v)  # type: ignore[arg-type]

@@ -36,6 +36,7 @@ def test_stream_benchmark_runs_in_both_modes() -> None:
         assert r.events == 2_000
         assert sane(r.events_per_second) and sane(r.floor_per_second) and sane(r.vs_floor)
     assert sane(stream.long_message_reads(500))
+    assert sane(stream.wide_object_cost(1500))  # past SHARE_MEMBERS_FROM
 
 
 def test_claim_benchmark_claims_and_releases() -> None:

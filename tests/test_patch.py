@@ -18,11 +18,13 @@ from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.patch import (
     MAX_COPIED,
     SHARE_FROM,
+    SHARE_MEMBERS_FROM,
     PatchError,
     apply_patch,
     json_equal,
     parse_pointer,
 )
+from interlude.core.pmap import PMap
 from interlude.core.pvec import PVec
 from interlude.core.wire.codec import dumps
 
@@ -262,8 +264,8 @@ def assert_frozen(v: Any) -> None:
     stack = [v]
     while stack:
         x = stack.pop()
-        if isinstance(x, dict):
-            assert type(x) is FrozenDict
+        if isinstance(x, dict | PMap):
+            assert type(x) is FrozenDict or type(x) is PMap
             stack.extend(x.values())
         else:
             assert type(x) is not list
@@ -288,6 +290,7 @@ def check_against_reference(plain: Any, ops: list[Any], doc: Any = None) -> Any:
     else:
         got = apply_patch(doc, fz(ops))
         assert canon(got) == json.dumps(expected, sort_keys=True)
+        assert dumps(got) == json.dumps(expected, separators=(",", ":"))  # members' order too
         assert json_equal(got, fz(expected))
         assert_frozen(got)
     assert canon(doc) == before  # the input is untouched either way
@@ -338,6 +341,60 @@ def test_patches_on_persistent_arrays_match_reference(data: st.DataObject) -> No
         if doc is not None:
             middle = ref_apply(plain, ops)
             check_against_reference(middle, data.draw(patches(middle)), doc)
+
+
+@contextlib.contextmanager
+def sharing_members_from(count: int) -> Iterator[None]:
+    """Lower SHARE_MEMBERS_FROM, so that generated objects take the persistent-map paths."""
+    saved = patch_module.SHARE_MEMBERS_FROM
+    patch_module.SHARE_MEMBERS_FROM = count
+    try:
+        yield
+    finally:
+        patch_module.SHARE_MEMBERS_FROM = saved
+
+
+@settings(max_examples=150)
+@given(st.data())
+def test_patches_on_persistent_objects_match_reference(data: st.DataObject) -> None:
+    """The reference check, members' order included, with every object a patch touches
+    a PMap; a second patch then starts from those maps."""
+    with sharing_members_from(1), sharing_from(2):
+        plain = data.draw(json_values)
+        ops = data.draw(patches(plain))
+        doc = check_against_reference(plain, ops)
+        if doc is not None:
+            middle = ref_apply(plain, ops)
+            check_against_reference(middle, data.draw(patches(middle)), doc)
+
+
+def test_wide_objects_become_persistent_maps_that_act_as_frozen_dicts() -> None:
+    members = {f"k{i}": {"n": i} for i in range(SHARE_MEMBERS_FROM + 10)}
+    doc = fz({"m": members})
+    new: Any = apply_patch(doc, (fz({"op": "replace", "path": "/m/k3/n", "value": -1}),))
+    m = new["m"]
+    assert type(m) is PMap and type(doc["m"]) is FrozenDict
+    assert all(m[k] is doc["m"][k] for k in members if k != "k3")  # shared, not copied
+    as_dict = fz({**members, "k3": {"n": -1}})
+    assert m == as_dict and as_dict == m and hash(m) == hash(as_dict)
+    assert list(m) == list(members)  # the order JSON text and dicts keep
+    assert thaw(new) == {"m": thaw(as_dict)} and type(thaw(new)["m"]) is dict
+    assert dumps(new) == json.dumps({"m": thaw(as_dict)}, separators=(",", ":"))
+    assert freeze(new) is new  # already frozen: kept, not copied
+    assert json_equal(new, fz({"m": thaw(as_dict)}))
+    ops = fz(
+        [
+            {"op": "remove", "path": "/m/k0"},
+            {"op": "add", "path": "/m/k0", "value": 0},  # back, at the end
+            {"op": "move", "from": "/m/k1", "path": "/moved"},
+            {"op": "copy", "from": "/m/k2", "path": "/m/copy"},
+            {"op": "test", "path": "/m/copy", "value": {"n": 2}},
+        ]
+    )
+    after: Any = apply_patch(new, ops)
+    assert list(after["m"])[-2:] == ["k0", "copy"] and "k1" not in after["m"]
+    assert after["moved"] == {"n": 1} and len(after["m"]) == len(members)
+    assert m == as_dict  # the earlier version is unchanged
 
 
 def test_long_arrays_become_persistent_vectors_that_act_as_tuples() -> None:

@@ -29,6 +29,7 @@ from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..json import JSON, FrozenDict, json_default
+from ..pmap import PMap
 from ..pvec import PVec
 from ..rfc3339 import parse_rfc3339
 from . import events as ev
@@ -411,7 +412,7 @@ def _object_reader(name: str, fn: Callable[[Any], _T]) -> Callable[[Any], _T]:
     return read
 
 
-_ALIAS_NAMES = {"PVec": PVec}
+_ALIAS_NAMES = {"PVec": PVec, "PMap": PMap}
 """Names the JSON alias uses that the modules declaring JSON fields need not import."""
 
 

@@ -1,0 +1,101 @@
+"""PMap against a dict: members, order, equality and hashing, old versions kept."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interlude.core.json import FrozenDict, freeze, json_default, thaw
+from interlude.core.pmap import PMap
+
+KEYS = st.sampled_from([f"k{i}" for i in range(300)]) | st.text(max_size=3)
+STEPS = st.lists(
+    st.tuples(st.sampled_from(["set", "without", "get"]), KEYS, st.integers()), max_size=200
+)
+
+
+@settings(max_examples=150)
+@given(st.integers(0, 3000), STEPS)
+def test_pmap_matches_a_dict_and_keeps_every_version(start: int, steps: list[Any]) -> None:
+    ref = {f"k{i}": i for i in range(start)}
+    m = PMap.from_mapping(ref)
+    history = [(m, dict(ref))]
+    for kind, key, value in steps:
+        if kind == "set":
+            m, ref = m.set(key, value), {**ref, key: value}
+        elif kind == "without":
+            if key not in ref:
+                with pytest.raises(KeyError):
+                    m.without(key)
+                continue
+            m, ref = m.without(key), {k: v for k, v in ref.items() if k != key}
+        else:
+            assert m.get(key, "absent") == ref.get(key, "absent")
+            assert (key in m) is (key in ref)
+            continue
+        history.append((m, dict(ref)))
+    for version, expected in history[:: max(1, len(history) // 8)] + history[-1:]:
+        assert list(version.items()) == list(expected.items())  # order too
+        assert len(version) == len(expected)
+        assert version == expected and expected == version
+        assert version == FrozenDict(expected) and FrozenDict(expected) == version
+        assert hash(version) == hash(FrozenDict(expected))
+
+
+def test_it_reads_like_a_frozen_dict() -> None:
+    m = PMap.from_items([("a", 1), ("b", (2, 3)), ("a", 4)])  # a repeated key: dict rules
+    assert list(m.items()) == [("a", 4), ("b", (2, 3))]
+    assert m["a"] == 4 and m.get("zz") is None and "zz" not in m and 5 not in m
+    with pytest.raises(KeyError):
+        m["zz"]
+    assert m != {"a": 4} and m != [("a", 4), ("b", (2, 3))]
+    assert repr(m) == "PMap({'a': 4, 'b': (2, 3)})"
+    assert thaw(m) == {"a": 4, "b": [2, 3]} and freeze(m) is m
+    assert json_default(m) == {"a": 4, "b": (2, 3)}
+    assert pickle.loads(pickle.dumps(m)) == m
+    assert copy.copy(m) is m and copy.deepcopy(m) is m
+
+
+def test_it_cannot_be_changed_in_place() -> None:
+    m = PMap.from_mapping({"a": 1})
+    with pytest.raises(TypeError, match="read-only"):
+        m.x = 1  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match=r"use PMap\.from_mapping"):
+        PMap()
+    assert not hasattr(m, "__setitem__") and not hasattr(m, "update")
+
+
+def test_removing_most_members_rebuilds_the_order_and_keeps_it() -> None:
+    m = PMap.from_mapping({f"k{i}": i for i in range(1000)})
+    for i in range(0, 1000, 1):
+        if i % 10:
+            m = m.without(f"k{i}")
+    assert list(m) == [f"k{i}" for i in range(0, 1000, 10)]
+    assert len(m._order) < 300  # gaps were dropped along the way (white-box)
+    m = m.set("k5", 5)
+    assert list(m)[-1] == "k5" and m["k5"] == 5
+
+
+def test_a_change_copies_a_path_not_the_members() -> None:
+    """O(log n) small dicts per change (white-box): the leaf dicts of other keys are the
+    very objects of the old version."""
+    old = PMap.from_mapping({f"k{i}": i for i in range(50_000)})
+    new = old.set("k7", -7)
+
+    def leaves(m: PMap) -> list[Any]:
+        out, stack = [], [m._root]
+        while stack:
+            node = stack.pop()
+            for child in node.values():
+                (stack if type(child) is type(m._root) else out).append(child)
+        return out
+
+    old_ids = {id(leaf) for leaf in leaves(old)}
+    changed = [leaf for leaf in leaves(new) if id(leaf) not in old_ids]
+    assert len(changed) == 1 and "k7" in changed[0]
+    assert new._order is old._order  # a replaced member keeps its place
