@@ -81,7 +81,6 @@ def messages(items: object, verb: str) -> tuple[Message, ...]:
     if isinstance(items, (str, bytes, Mapping, *MESSAGE_TYPES)) or not isinstance(items, Iterable):
         raise UsageError(f"{verb} takes a list of messages, not {_describe(items)}")
     out: list[Message] = []
-    seen: dict[str, int] = {}
     for n, m in enumerate(items):
         if not isinstance(m, MESSAGE_TYPES):
             raise UsageError(
@@ -89,13 +88,6 @@ def messages(items: object, verb: str) -> tuple[Message, ...]:
                 "build messages with interlude.core.wire (UserMessage, ...)"
             )
         out.append(_canonical(m, f"{verb} item {n}"))
-        first = seen.setdefault(m.id, n)
-        if first != n:
-            # Tool results, snapshots and endpoints find messages by id.
-            raise UsageError(
-                f"{verb} item {n} repeats the id {m.id!r} of item {first}; "
-                "every message of a history needs its own id"
-            )
     return tuple(out)
 
 

@@ -66,12 +66,6 @@ CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
         "give the id once",
     ),
     "subscribe(None)": (lambda r: r.subscribe(None), "takes a callable"),  # type: ignore[arg-type]
-    "set_messages(two messages with one id)": (
-        lambda r: r.set_messages(
-            [UserMessage(id="u", content="a"), UserMessage(id="u", content="b")]
-        ),
-        "item 1 repeats the id 'u' of item 0",
-    ),
 }
 
 
@@ -89,10 +83,6 @@ FACTORY_CASES: dict[str, tuple[Callable[[FakeDriver], Any], str]] = {
     "chat(state=NaN)": (lambda d: d.chat(state=float("nan")), "state= takes a JSON value"),
     "completion(state={set})": (lambda d: d.completion(state={"s": {1}}), "state= takes a JSON"),
     "chat(options=dict)": (lambda d: d.chat({"kind": "chat"}), "takes an Options"),  # type: ignore[arg-type]
-    "chat(messages=two with one id)": (
-        lambda d: d.chat(messages=[UserMessage(id="u", content="a")] * 2),
-        "messages= item 1 repeats the id 'u'",
-    ),
 }
 
 
