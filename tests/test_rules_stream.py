@@ -48,6 +48,7 @@ from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.pvec import PVec
 from interlude.core.state import Checkpoint
+from interlude.core.stream import MAX_OPEN
 from interlude.core.wire import (
     ActivityMessage,
     AssistantMessage,
@@ -1103,7 +1104,69 @@ VIOLATIONS = {
     "reasoning-content-unopened": [ev("REASONING_MESSAGE_CONTENT", messageId="r9", delta="x")],
     "malformed-frame-after-ack": ["{oops"],
     "known-event-missing-required-field": [ev("TEXT_MESSAGE_CONTENT", messageId="m1")],
+    "content-for-another-message-while-one-is-open": [
+        ev("TEXT_MESSAGE_START", messageId="m2", role="assistant"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m9", delta="not m2's"),
+    ],
+    "activity-delta-to-a-non-object": [
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="plan", content={"step": 1}),
+        ev(
+            "ACTIVITY_DELTA",
+            messageId="a1",
+            activityType="plan",
+            patch=[{"op": "replace", "path": "", "value": 5}],
+        ),
+    ],
 }
+
+
+@pytest.mark.parametrize(
+    "one",
+    [
+        lambda n: ev("TEXT_MESSAGE_START", messageId=f"open-{n}", role="assistant"),
+        lambda n: ev("TOOL_CALL_START", toolCallId=f"call-{n}", toolCallName="remote"),
+    ],
+    ids=["messages", "calls"],
+)
+def test_R_J2_one_more_than_max_open_at_once_is_a_protocol_error(
+    one: Callable[[int], Any],
+) -> None:
+    driver, chat = chat_with(succeed(*(one(n) for n in range(MAX_OPEN + 1))))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError)
+    assert f"more than {MAX_OPEN}" in str(chat.error) and "open at once" in str(chat.error)
+
+
+def test_R_J2_max_open_messages_and_calls_are_allowed_at_once() -> None:
+    """The bound on what may be open at once (a hostile-stream limit) is MAX_OPEN itself."""
+    opened = [
+        *(
+            ev("TEXT_MESSAGE_START", messageId=f"open-{n}", role="assistant")
+            for n in range(MAX_OPEN)
+        ),
+        *(
+            ev("TOOL_CALL_START", toolCallId=f"c-{n}", toolCallName="remote")
+            for n in range(MAX_OPEN)
+        ),
+    ]
+    driver, chat = chat_with(succeed(*opened))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert len(chat.messages) == len(HISTORY) + 1 + 2 * MAX_OPEN
+
+
+def test_R_J1_an_encrypted_value_for_a_committed_call_is_dropped_with_a_warning() -> None:
+    """R-J1, R-F6: only this run's calls take a value; a call of an earlier run is in
+    committed history, which never changes."""
+    history = (*HISTORY, AssistantMessage(id="old-c", tool_calls=(call("tc-old", "t", "{}"),)))
+    driver, chat = chat_with(succeed(encrypted("tool-call", "tc-old")), messages=history)
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages)[: len(history)] == list(history)
+    assert len(chat.warnings) == 1 and "tool call 'tc-old'" in chat.warnings[0]
 
 
 @pytest.mark.parametrize("events", list(VIOLATIONS.values()), ids=list(VIOLATIONS))
