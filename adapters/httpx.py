@@ -129,10 +129,11 @@ class HttpxTransport:
             **request.extensions["timeout"],
             "read": self._idle_timeout,
         }
+        read_already = response.is_stream_consumed  # a body given whole (a mock's): decoded
         # Raw bytes: httpx would inflate each read whole, a bomb's gigabyte at once.
-        chunks = response.aiter_raw()
+        chunks = response.aiter_bytes() if read_already else response.aiter_raw()
         try:
-            inflater = self._inflater(response)
+            inflater = Inflater(None) if read_already else self._inflater(response)
             if not response.is_success:
                 text = await self._error_body(response, chunks, inflater)
                 wait = retry_after(response.headers.get("Retry-After"), time.time())
