@@ -478,36 +478,19 @@ def section(
             out.add(
                 f"  its per-event cost {hi:,} / {lo:,} (report only)", f"{per[hi] / per[lo]:.2f}"
             )
-        many = _per_size(
-            out,
-            long_sizes,
-            many_messages_cost,
-            "{:,} messages added to one run, each named by id",
-            progress,
-        )
-        if lo != hi:
-            growth = many[hi] / many[lo]
-            out.add(
-                f"  its per-event cost {hi:,} / {lo:,}",
-                f"{growth:.2f}",
-                f"<= {MAX_GROWTH:g}",
-                growth <= MAX_GROWTH,
-            )
-        wide = _per_size(
-            out,
-            long_sizes,
-            wide_object_cost,
-            "{:,} members added to one state object, one per patch",
-            progress,
-        )
-        if lo != hi:
-            growth = wide[hi] / wide[lo]
-            out.add(
-                f"  its per-event cost {hi:,} / {lo:,}",
-                f"{growth:.2f}",
-                f"<= {MAX_GROWTH:g}",
-                growth <= MAX_GROWTH,
-            )
+        for cost, label in (
+            (many_messages_cost, "{:,} messages added to one run, each named by id"),
+            (wide_object_cost, "{:,} members added to one state object, one per patch"),
+        ):
+            grown = _per_size(out, long_sizes, cost, label, progress)
+            if lo != hi:
+                growth = grown[hi] / grown[lo]
+                out.add(
+                    f"  its per-event cost {hi:,} / {lo:,}",
+                    f"{growth:.2f}",
+                    f"<= {MAX_GROWTH:g}",
+                    growth <= MAX_GROWTH,
+                )
     out.notes += [
         "mix: text messages (START, 20 CONTENT, END), calls of a remote tool (START, 10 ARGS, "
         "END), 3 STATE_DELTA (replace/add on nested paths) per cycle on a ~1 MB state, "

@@ -80,6 +80,20 @@ async def body(send: Send, data: bytes, *, more: bool = True) -> None:
     await send({"type": "http.response.body", "body": data, "more_body": more})
 
 
+async def encoded(
+    send: Send,
+    data: bytes,
+    coding: bytes,
+    *,
+    status: int = 200,
+    content_type: bytes = b"text/event-stream",
+) -> None:
+    """A whole answer whose body is ``data``, sent with ``Content-Encoding: coding``."""
+    headers = [(b"content-type", content_type), (b"content-encoding", coding)]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await body(send, data, more=False)
+
+
 def config(*binds: str) -> Config:
     cfg = Config()
     cfg.bind = list(binds)
@@ -371,22 +385,33 @@ def test_a_2xx_that_is_not_an_event_stream_is_a_protocol_error() -> None:
     trio.run(main)
 
 
-@pytest.mark.parametrize("encoding", ["gzip, gzip", "br", "gzip, deflate", "zstd"])
-def test_stacked_or_unknown_content_encodings_are_refused_before_the_body(encoding: str) -> None:
-    """Stacked layers multiply a bomb (httpx decodes a read whole); an encoding httpx
-    cannot decode would reach the parser as bytes. One layer of gzip is fine."""
+REFUSED_BODIES = {
+    # Stacked layers multiply a bomb; a coding the transport cannot undo would reach the
+    # parser as bytes: refused before the body is read.
+    **{
+        coding: (coding.encode(), b"\x1f\x8b not read", ProtocolError, "in one layer of gzip")
+        for coding in ["gzip, gzip", "br", "gzip, deflate", "zstd"]
+    },
+    # A body that is not valid in its one coding: the same request would fail the same way.
+    "corrupt gzip": (
+        b"gzip",
+        gzip.compress(FRAME)[:-8] + b"garbage!" + b"more garbage",
+        TransportError,
+        "could not be decoded",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED_BODIES)
+def test_bodies_in_codings_the_transport_cannot_read_are_refused_for_good(case: str) -> None:
+    coding, data, error, says = REFUSED_BODIES[case]
 
     async def handler(request: Request, send: Send) -> None:
-        headers = [
-            (b"content-type", b"text/event-stream"),
-            (b"content-encoding", encoding.encode()),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await body(send, b"\x1f\x8b not read", more=False)
+        await encoded(send, data, coding)
 
     async def main() -> None:
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
-            with pytest.raises(ProtocolError, match="in one layer of gzip or deflate") as caught:
+            with pytest.raises(error, match=says) as caught:
                 await collect(transport)
         assert not caught.value.retryable
 
@@ -395,9 +420,7 @@ def test_stacked_or_unknown_content_encodings_are_refused_before_the_body(encodi
 
 def test_one_layer_of_gzip_is_read() -> None:
     async def handler(request: Request, send: Send) -> None:
-        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await body(send, gzip.compress(FRAME), more=False)
+        await encoded(send, gzip.compress(FRAME), b"gzip")
 
     async def main() -> None:
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
@@ -442,9 +465,7 @@ def test_a_compressed_read_is_inflated_a_bounded_slice_at_a_time(
 
     async def handler(request: Request, send: Send) -> None:
         name = b"deflate" if coding == b"raw deflate" else coding
-        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", name)]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await body(send, _encoded(coding, FRAME + filler + FRAME), more=False)
+        await encoded(send, _encoded(coding, FRAME + filler + FRAME), name)
 
     async def main() -> None:
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
@@ -480,26 +501,10 @@ def test_the_transport_asks_only_for_the_codings_it_reads() -> None:
     assert seen == [[b"gzip, deflate"], [b"identity"], [b"gzip, deflate"]]
 
 
-def test_a_body_that_is_not_in_its_coding_is_a_non_retryable_error() -> None:
-    async def handler(request: Request, send: Send) -> None:
-        headers = [(b"content-type", b"text/event-stream"), (b"content-encoding", b"gzip")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await body(send, gzip.compress(FRAME)[:-8] + b"garbage!" + b"more garbage", more=False)
-
-    async def main() -> None:
-        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
-            with pytest.raises(TransportError, match="could not be decoded") as caught:
-                await collect(transport)
-        assert not caught.value.retryable
-
-    trio.run(main)
-
-
 def test_a_compressed_error_body_is_read_only_up_to_the_limit() -> None:
     async def handler(request: Request, send: Send) -> None:
-        headers = [(b"content-type", b"text/plain"), (b"content-encoding", b"gzip")]
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await body(send, gzip.compress(b"overloaded " + b"z" * (64 << 20)), more=False)
+        bomb = gzip.compress(b"overloaded " + b"z" * (64 << 20))
+        await encoded(send, bomb, b"gzip", status=503, content_type=b"text/plain")
 
     async def main() -> None:
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:

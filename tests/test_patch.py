@@ -319,47 +319,33 @@ def test_json_equal_matches_reference(a: Any, data: st.DataObject) -> None:
 
 
 @contextlib.contextmanager
-def sharing_from(length: int) -> Iterator[None]:
-    """Lower SHARE_FROM, so that short generated arrays take the persistent-vector paths."""
-    saved = patch_module.SHARE_FROM
-    patch_module.SHARE_FROM = length
+def lowered(**limits: int) -> Iterator[None]:
+    """Lower patch limits (SHARE_FROM, SHARE_MEMBERS_FROM), so that short generated arrays
+    and small objects take the persistent-vector and persistent-map paths."""
+    saved = {name: getattr(patch_module, name) for name in limits}
+    for name, value in limits.items():
+        setattr(patch_module, name, value)
     try:
         yield
     finally:
-        patch_module.SHARE_FROM = saved
+        for name, value in saved.items():
+            setattr(patch_module, name, value)
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [{"SHARE_FROM": 2}, {"SHARE_FROM": 2, "SHARE_MEMBERS_FROM": 1}],
+    ids=["arrays", "arrays-and-objects"],
+)
 @settings(max_examples=150)
-@given(st.data())
-def test_patches_on_persistent_arrays_match_reference(data: st.DataObject) -> None:
-    """The same reference check with every array of two or more items a PVec once a patch
-    touches it; a second patch then starts from those vectors."""
-    with sharing_from(2):
-        plain = data.draw(json_values)
-        ops = data.draw(patches(plain))
-        doc = check_against_reference(plain, ops)
-        if doc is not None:
-            middle = ref_apply(plain, ops)
-            check_against_reference(middle, data.draw(patches(middle)), doc)
-
-
-@contextlib.contextmanager
-def sharing_members_from(count: int) -> Iterator[None]:
-    """Lower SHARE_MEMBERS_FROM, so that generated objects take the persistent-map paths."""
-    saved = patch_module.SHARE_MEMBERS_FROM
-    patch_module.SHARE_MEMBERS_FROM = count
-    try:
-        yield
-    finally:
-        patch_module.SHARE_MEMBERS_FROM = saved
-
-
-@settings(max_examples=150)
-@given(st.data())
-def test_patches_on_persistent_objects_match_reference(data: st.DataObject) -> None:
-    """The reference check, members' order included, with every object a patch touches
-    a PMap; a second patch then starts from those maps."""
-    with sharing_members_from(1), sharing_from(2):
+@given(data=st.data())
+def test_patches_on_persistent_containers_match_reference(
+    limits: dict[str, int], data: st.DataObject
+) -> None:
+    """The same reference check (members' order included) with every array of two or
+    more items a PVec, and then also every object a PMap, once a patch touches it; a
+    second patch then starts from those containers."""
+    with lowered(**limits):
         plain = data.draw(json_values)
         ops = data.draw(patches(plain))
         doc = check_against_reference(plain, ops)
