@@ -164,7 +164,9 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
     if isinstance(node, dict | PMap):
         if op != "add" and last not in node:
             raise _Fail(f"no member {_short(last)}")
-        members = _shared(node)
+        members = node
+        if type(node) is not FrozenDict or len(node) >= SHARE_MEMBERS_FROM:
+            members = _shared(node)
         new = members.without(last) if op == "remove" else members.set(last, value)
     elif type(node) is tuple or type(node) is PVec:
         new = _array_with(node, _index(last, len(node), end_ok=op == "add"), op, value)
@@ -175,7 +177,9 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
         if type(parent) is PVec:
             new = parent.set(key, new)  # type: ignore[arg-type]
         elif isinstance(key, str):
-            new = _shared(parent).set(key, new)
+            if type(parent) is not FrozenDict or len(parent) >= SHARE_MEMBERS_FROM:
+                parent = _shared(parent)
+            new = parent.set(key, new)
         else:
             new = _array_with(parent, key, "replace", new)  # type: ignore[arg-type]
     return new
