@@ -133,13 +133,17 @@ class HttpxTransport:
         # Raw bytes: httpx would inflate each read whole, a bomb's gigabyte at once.
         chunks = response.aiter_bytes() if read_already else response.aiter_raw()
         try:
-            inflater = Inflater(None) if read_already else self._inflater(response)
             if not response.is_success:
-                text = await self._error_body(response, chunks, inflater)
+                # The status says what happened, whatever coding the body is in.
+                text = "(a body in a content coding interlude does not read)"
+                inflater = self._error_inflater(response, read_already)
+                if inflater is not None:
+                    text = await self._error_body(response, chunks, inflater)
                 wait = retry_after(response.headers.get("Retry-After"), time.time())
                 raise TransportError.from_status(
                     response.status_code, text, retry_after=wait, endpoint=self._where
                 )
+            inflater = Inflater(None) if read_already else self._inflater(response)
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
@@ -216,6 +220,15 @@ class HttpxTransport:
                 "stream sent as is, or in one layer of gzip or deflate",
                 retryable=False,
             ) from None
+
+    @staticmethod
+    def _error_inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
+        if read_already:
+            return Inflater(None)
+        try:
+            return Inflater(coding_of(response.headers.get("Content-Encoding")))
+        except ValueError:
+            return None
 
     def _inflated(self, inflater: Inflater, chunk: bytes) -> Iterator[bytes]:
         try:

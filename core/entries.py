@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .json import FrozenDict, NotJSONError, freeze
+from .json import FrozenDict, NotJSONError, as_object, freeze
 from .state import Batch
 from .wire.run_input import ABSENT, ResumeEntry
 
@@ -89,10 +89,10 @@ def check_entries(
             except NotJSONError as exc:
                 problems.append(f"{label} has metadata that is not JSON ({exc.reason})")
                 continue
-            if not isinstance(frozen, FrozenDict):
+            metadata = as_object(frozen)
+            if metadata is None:
                 problems.append(f"{label} has metadata that is not a JSON object")
                 continue
-            metadata = frozen
         entries.append(
             ResumeEntry(interrupt_id=iid, status=status, payload=payload, metadata=metadata)
         )

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "FrozenDict",
     "NotJSONError",
+    "as_object",
     "freeze",
     "freeze_parsed",
     "json_default",
@@ -116,7 +117,7 @@ def _escape(token: str) -> str:
 
 
 @overload
-def freeze(value: Mapping[str, object], *, max_depth: int = 512) -> FrozenDict: ...
+def freeze(value: dict[str, Any], *, max_depth: int = 512) -> FrozenDict: ...
 @overload
 def freeze(value: list[Any] | tuple[Any, ...], *, max_depth: int = 512) -> tuple[JSON, ...]: ...
 @overload
@@ -204,6 +205,16 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
         return _freeze(float(value), depth, max_depth, active)
     article = "an" if t.__name__[:1].lower() in "aeiou" else "a"
     raise _Fail(f"{article} {t.__name__} has no JSON form")
+
+
+def as_object(value: JSON) -> FrozenDict | None:
+    """``value`` as a ``FrozenDict`` if it is a JSON object (a ``PMap`` is copied into
+    one), else None: for fields typed as an object."""
+    if type(value) is FrozenDict:
+        return value
+    if type(value) is PMap:
+        return _wrap(dict(value.items()))
+    return None
 
 
 def freeze_parsed(value: Any) -> JSON:

@@ -11,7 +11,7 @@ import attrs
 
 from . import intake
 from .errors import UsageError
-from .json import JSON, FrozenDict
+from .json import JSON, as_object
 from .wire.run_input import Context, Tool
 
 __all__ = ["ExpiryPolicy", "Options", "ResourceKind", "RetryPolicy"]
@@ -79,8 +79,9 @@ def _tools(value: object) -> tuple[Tool, ...]:
             raise UsageError(f"Options.tools item {n}: a Tool's name and description are text")
         where = f"Options.tools item {n} ({t.name!r})"
         parameters = intake.json_value(t.parameters, f"{where} parameters")
-        metadata = intake.json_value(t.metadata, f"{where} metadata")
-        if not (metadata is None or isinstance(metadata, FrozenDict)):
+        given = intake.json_value(t.metadata, f"{where} metadata")
+        metadata = as_object(given)
+        if given is not None and metadata is None:
             raise UsageError(f"{where} metadata must be an object or None")
         out.append(attrs.evolve(t, parameters=parameters, metadata=metadata))
     names = [t.name for t in out]

@@ -98,21 +98,31 @@ class PMap(Mapping[str, Any]):
     def __len__(self) -> int:
         return self._count
 
+    def _entry(self, key: object) -> tuple[int, Any] | None:
+        if type(key) is not str:
+            if not isinstance(key, str):
+                return None
+            key = str.__str__(key)  # a StrEnum member finds its text, as in a dict of str
+        return _lookup(self._root, key, hash(key))
+
     def __getitem__(self, key: str) -> Any:
-        entry = _lookup(self._root, key, hash(key)) if type(key) is str else None
+        entry = self._entry(key)
         if entry is None:
             raise KeyError(key)
         return entry[1]
 
     def __contains__(self, key: object) -> bool:
-        return type(key) is str and _lookup(self._root, key, hash(key)) is not None
+        return self._entry(key) is not None
 
     def get(self, key: str, default: Any = None) -> Any:
-        entry = _lookup(self._root, key, hash(key)) if type(key) is str else None
+        entry = self._entry(key)
         return default if entry is None else entry[1]
 
     def __iter__(self) -> Iterator[str]:
         return (k for k in self._order if k is not _GAP)
+
+    def __reversed__(self) -> Iterator[str]:
+        return (k for k in reversed(self._order) if k is not _GAP)
 
     # -- updates ---------------------------------------------------------------
 

@@ -291,17 +291,23 @@ def _interrupt(tx: _Tx, error: err.InterludeError | None) -> None:
         tx.set(error=error)
 
 
-def _expire_claim(tx: _Tx, expired: tuple[str, ...]) -> None:
-    """Expiry found just before a send: nothing is sent, the batch stays (R-F3)."""
+def _expire_claim(tx: _Tx, expired: tuple[str, ...], *, tried: bool = False) -> None:
+    """Expiry found before a send: nothing (more) is sent, the batch stays (R-F3).
+
+    ``tried``: an attempt went out and failed before its acknowledgement, so the
+    expiry stops its retry rather than its first send.
+    """
     _end_activity(tx)
+    ids = ", ".join(map(repr, expired))
+    what = (
+        f"interrupt {ids} expired before the resume could be retried; it was not retried"
+        if tried
+        else f"interrupt {ids} expired before the answers were sent; nothing was sent"
+    )
     tx.set(
         claim=None,
         resuming=False,
-        error=err.BatchExpiredError(
-            f"interrupt {', '.join(map(repr, expired))} expired before the answers were "
-            f"sent; nothing was sent. {_after_expiry(tx.s)}",
-            expired,
-        ),
+        error=err.BatchExpiredError(f"{what}. {_after_expiry(tx.s)}", expired),
     )
 
 
@@ -375,6 +381,13 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     if run.attempts >= policy.max_attempts or (asked or 0) > policy.max_retry_after:
         _interrupt(tx, error)
         return
+    if run.kind == "resume" and tx.s.claim is not None:
+        expired = _claim_blocked_by_expiry(tx.s, tx.s.claim.entries, now)
+        if expired:
+            # The retry's send would be refused (R-F3): release the claim now, not after
+            # a back-off that may be minutes long.
+            _expire_claim(tx, expired, tried=True)
+            return
     tx.emit(AbortAttempt(run.attempt.id))
     timer = tx.serial()
     backoff = policy.delay(run.attempts, timer, tx.s.options.id_prefix or "interlude")
@@ -600,7 +613,11 @@ def _configure(s: State, i: Configure, now: float) -> Transition:
         declared = {t.name for t in new.tools}
         carried = tuple(t for t in old.tools if t.name in kept and t.name not in declared)
         new = attrs.evolve(new, tools=new.tools + carried, local_tools=new.local_tools | kept)
-    return Transition(evolve(s, options=new))
+    serial = s.serial
+    if _prefix(new) != _prefix(old):
+        # Ids under the new prefix must not repeat ones the history already has.
+        serial = intake.serial_past(s.checkpoint.messages, _prefix(new), serial)
+    return Transition(evolve(s, options=new, serial=serial))
 
 
 # -- wire events of the current attempt --------------------------------------------
@@ -782,6 +799,10 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         run=None,
         lingering=tx.s.lingering | {attempt.id},
     )
+    if stream.base == 0 and len(stream.messages):
+        # A MESSAGES_SNAPSHOT replaced the history: ids it brought (another client's on
+        # this thread, say) must not be generated again.
+        tx.set(serial=intake.serial_past(stream.messages, _prefix(tx.s.options), tx.s.serial))
     outcome = event.outcome
     if isinstance(outcome, ev.InterruptOutcome):
         _publish(tx, outcome.interrupts)  # R-A1, R-A5: no tools, no follow-up

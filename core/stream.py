@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .json import JSON, FrozenDict
+from .json import JSON, as_object
 from .patch import PatchError, apply_patch
 from .pvec import PVec, Rope
 from .state import (
@@ -402,8 +402,8 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
         raise StreamViolation(f"ACTIVITY_DELTA for {e.message_id!r}, which has no snapshot")
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)
-    content = _patched(current.content, e.patch, "ACTIVITY_DELTA patch")
-    if not isinstance(content, FrozenDict):
+    content = as_object(_patched(current.content, e.patch, "ACTIVITY_DELTA patch"))
+    if content is None:
         raise StreamViolation("an ACTIVITY_DELTA patch made the activity content a non-object")
     return evolve(s, messages=s.messages.set(i, evolve(current, content=content)))
 

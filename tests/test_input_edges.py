@@ -23,6 +23,7 @@ from interlude.core import (
     ProtocolError,
     PVec,
     StartAttempt,
+    TransportError,
     UsageError,
     freeze,
 )
@@ -176,3 +177,47 @@ def test_a_driver_gets_a_transitions_commands_before_observers_hear_of_it() -> N
     assert kinds == [StartAttempt, AbortAttempt]
     start, abort = driver.executed
     assert isinstance(start, StartAttempt) and abort == AbortAttempt(start.attempt)
+
+
+def test_a_pmap_from_state_is_a_json_object_wherever_one_is_expected() -> None:
+    """Parts of a resource's state can be PMaps; handed back as metadata they are objects."""
+    from rule_support import ask, paused_chat
+
+    from interlude.core import Tool
+    from interlude.core.pmap import PMap
+
+    wide = PMap.from_mapping({"k": 1})
+    options = Options(tools=[Tool(name="t", description="d", metadata=wide)])
+    assert options.tools[0].metadata == {"k": 1}
+    assert type(options.tools[0].metadata) is FrozenDict
+    driver, chat, batch = paused_chat(ask())
+    entry = {"interrupt_id": "approve", "status": "resolved", "payload": 1, "metadata": wide}
+    chat.resume(batch.id, [entry])
+    driver.run_until_idle()
+    assert driver.requests[-1].json["resume"][0]["metadata"] == {"k": 1}
+
+
+@pytest.mark.parametrize("coding", ["br", "gzip, gzip"])
+def test_an_error_status_in_a_coding_not_read_keeps_its_status_and_retry_after(
+    coding: str,
+) -> None:
+    """The status says what happened: a 503 is retryable, whatever its body's coding."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers = {"Content-Encoding": coding, "Retry-After": "3", "Content-Type": "text/plain"}
+
+        async def body() -> Any:
+            yield b"\x00not read"
+
+        return httpx.Response(503, headers=headers, content=body())
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            transport = HttpxTransport("http://agent.test/run", client=client)
+            with pytest.raises(TransportError) as caught:
+                async for _ in transport.stream(b"{}"):
+                    pass
+        assert caught.value.status == 503 and caught.value.retryable
+        assert caught.value.retry_after == 3.0
+
+    anyio.run(main)

@@ -61,6 +61,18 @@ def test_it_reads_like_a_frozen_dict() -> None:
     assert copy.copy(m) is m and copy.deepcopy(m) is m
 
 
+def test_str_subclass_keys_find_their_text_and_it_reverses() -> None:
+    """As in the FrozenDict a PMap replaces: a StrEnum member finds its value's key."""
+    import enum
+
+    class Key(enum.StrEnum):
+        A = "a"
+
+    m = PMap.from_mapping({"a": 1, "b": 2})
+    assert m[Key.A] == 1 and Key.A in m and m.get(Key.A) == 1
+    assert list(reversed(m.without("a").set("a", 3))) == ["a", "b"]
+
+
 def test_it_cannot_be_changed_in_place() -> None:
     m = PMap.from_mapping({"a": 1})
     with pytest.raises(TypeError, match="read-only"):

@@ -195,3 +195,87 @@ def test_a_second_result_for_a_finished_tool_task_is_ignored() -> None:
     before = chat.core_state
     chat.apply(ToolFinished(first.task, value="two"))
     assert chat.core_state == before
+
+
+# -- a review of this round's own changes -------------------------------------------------
+
+
+def test_an_activity_wider_than_share_members_from_can_still_be_patched() -> None:
+    """R-J1: a patch that makes an activity's content a PMap is still an object."""
+    from interlude.core.patch import SHARE_MEMBERS_FROM
+
+    content = {f"k{n}": n for n in range(SHARE_MEMBERS_FROM)}
+
+    def answer(req: Any) -> Any:
+        snapshot = {
+            "type": "ACTIVITY_SNAPSHOT",
+            "messageId": "a1",
+            "activityType": "plan",
+            "content": content,
+        }
+        patch = [{"op": "add", "path": "/extra", "value": 1}]
+        delta = {
+            "type": "ACTIVITY_DELTA",
+            "messageId": "a1",
+            "activityType": "plan",
+            "patch": patch,
+        }
+        return reply(started(req), snapshot, delta, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat()
+    chat.send("go")
+    driver.run_until_idle()
+    assert chat.error is None
+    activity = chat.messages[-1]
+    assert type(activity).__name__ == "ActivityMessage"
+    assert activity.content == {**content, "extra": 1}  # type: ignore[union-attr]
+
+
+def test_a_new_id_prefix_starts_past_the_historys_ids_under_it() -> None:
+    history = [UserMessage(id="app-msg-1", content="a"), UserMessage(id="app-msg-2", content="b")]
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat(messages=history)
+    chat.configure(Options(id_prefix="app"))
+    chat.send("c")
+    assert chat.messages[-1].id not in {"app-msg-1", "app-msg-2"}
+
+
+def test_ids_a_messages_snapshot_brought_are_not_generated_again() -> None:
+    """Another client on the thread (same default prefix) may have made the ids a
+    MESSAGES_SNAPSHOT brings; later generated ids must not repeat them."""
+    others = [
+        {"id": f"interlude-msg-{n}", "role": "user", "content": f"other {n}"} for n in range(1, 40)
+    ]
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": others}
+    driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(snapshot)))
+    chat = driver.chat()
+    chat.send("first")
+    driver.run_until_idle()
+    for k in range(3):
+        chat.send(f"again {k}")
+        driver.run_until_idle()
+    ids = [m.id for m in chat.messages]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+def test_an_expired_claim_is_released_when_its_attempt_fails_not_after_the_back_off() -> None:
+    """R-F3: the batch expired while the resume was in flight; the attempt then fails
+    retryably (503, Retry-After 300). The retry would be refused, so the claim is
+    released at once, as it is when the expiry fires during the back-off."""
+    from interlude.adapters.fake import Reply
+
+    fail = TransportError.from_status(503, "", retry_after=300)
+    resumed = Reply(events=(), hold=True, fail_after=0, failure=fail)
+    options = Options(retry=RetryPolicy(jitter=0, base_delay=1, max_retry_after=600))
+    driver, chat, batch = paused_chat(
+        ask(expires=at(30)), replies=[lambda req: resumed], options=options
+    )
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle(follow_retries=False)  # the resume goes out, held
+    driver.advance(31)  # the expiry fires while it is in flight
+    driver.release(1)
+    driver.run_until_idle(follow_retries=False)  # then the 503
+    assert (chat.is_resuming, chat.is_loading, chat.core_state.claim) == (False, False, None)
+    assert isinstance(chat.error, BatchExpiredError) and "not retried" in str(chat.error)
+    assert driver.pending_timers() == []
