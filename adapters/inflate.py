@@ -20,6 +20,7 @@ CODINGS = {"identity": None, "gzip": "gzip", "x-gzip": "gzip", "deflate": "defla
 """The content codings read, each to the layer it names (None: none)."""
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
 _REPLAY = 1 << 16  # bytes of a "deflate" body kept to read again as raw deflate
 
 
@@ -49,7 +50,7 @@ class Inflater:
     come out in pieces of at most :data:`SLICE` bytes.
     """
 
-    __slots__ = ("_coding", "_seen", "_z")
+    __slots__ = ("_coding", "_done", "_seen", "_z")
 
     def __init__(self, coding: str | None) -> None:
         self._coding = coding
@@ -57,10 +58,13 @@ class Inflater:
         # it): until the first output the bytes are kept, to read again as raw.
         self._seen: bytes | None = b"" if coding == "deflate" else None
         self._z = _decompressor(coding) if coding is not None else None
+        self._done = False  # the coded stream ended: what follows is ignored
 
     def slices(self, data: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``data``, the next raw read, a slice at a time."""
         z = self._z
+        if self._done:
+            return
         if z is None:
             for k in range(0, len(data), SLICE):
                 yield data[k : k + SLICE]
@@ -84,11 +88,15 @@ class Inflater:
             if z.unconsumed_tail:
                 data = z.unconsumed_tail
             elif z.eof and z.unused_data:
-                if self._coding != "gzip":
-                    raise CorruptBody("data after the end of the deflate stream")
-                # A gzip body may hold several members, one after the other.
                 data = z.unused_data
-                z = self._z = _decompressor("gzip")
+                if self._coding == "gzip" and _GZIP_MAGIC.startswith(data[:2]):
+                    # A gzip body may hold several members, one after the other.
+                    z = self._z = _decompressor("gzip")
+                else:
+                    # Padding or garbage after the end: ignored, as gzip(1) and httpx do,
+                    # rather than failing a run whose events all arrived.
+                    self._done = True
+                    return
             else:
                 data = b""
 
