@@ -15,6 +15,7 @@ members, iterates in insertion order, and ``thaw`` turns it into a ``dict``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any, NoReturn
 
 from .pvec import PVec
@@ -145,10 +146,11 @@ class PMap(Mapping[str, Any]):
             raise KeyError(key)
         count = self._count - 1
         order = self._order.set(entry[0], _GAP)
+        root = _without(self._root, key, h, 0)
         if len(order) - count > max(count, _LEAF_MAX):
-            # Gaps outnumber members: rebuild the order (amortized over the removals).
-            return PMap.from_items((k, v) for k, v in self.items() if k != key)
-        return PMap._make(count, order, _without(self._root, key, h, 0))
+            # Gaps outnumber members: renumber them (amortized over the removals).
+            return _compacted(root, count)
+        return PMap._make(count, order, root)
 
     # -- equality, hashing, copying --------------------------------------------
 
@@ -180,6 +182,24 @@ class PMap(Mapping[str, Any]):
 
     def __deepcopy__(self, memo: object) -> PMap:
         return self
+
+
+def _compacted(root: _Node, count: int) -> PMap:
+    """A map of ``root``'s members, their positions renumbered without gaps: the leaves
+    are read directly, so no member is looked up."""
+    entries: list[tuple[int, str, Any]] = []
+    stack = [root]
+    while stack:
+        for child in stack.pop().values():
+            if type(child) is _Node:
+                stack.append(child)
+            else:
+                entries.extend((pos, k, v) for k, (pos, v) in child.items())
+    entries.sort(key=itemgetter(0))
+    fresh = _Node()
+    for n, (_, k, v) in enumerate(entries):
+        _insert_in_place(fresh, k, hash(k), (n, v))
+    return PMap._make(count, PVec.from_iterable(k for _, k, _ in entries), fresh)
 
 
 def _lookup(node: _Node, key: str, h: int) -> tuple[int, Any] | None:
