@@ -152,7 +152,7 @@ def _seconds(now: object) -> float:
             return seconds
     hint = " (call .timestamp() on it)" if hasattr(now, "timestamp") else ""
     raise err.UsageError(
-        f"now must be finite epoch seconds (a float, as time.time() gives), "
+        f"now must be finite epoch seconds (a float of seconds since 1970), "
         f"not {type(now).__name__} {now!r}{hint}"
     )
 
@@ -321,6 +321,15 @@ def _after_expiry(s: State) -> str:
     return "Start a new thread (set_thread_id) to go on"
 
 
+def _held_claim_expired(s: State, now: float) -> tuple[str, ...]:
+    """The expired interrupts that would refuse sending the held resume claim (R-F3);
+    empty when no claim is held or none blocks it."""
+    run = s.run
+    if s.claim is None or run is None or run.kind != "resume":
+        return ()
+    return _claim_blocked_by_expiry(s, s.claim.entries, now)
+
+
 def _claim_blocked_by_expiry(
     s: State, entries: tuple[ResumeEntry, ...], now: float
 ) -> tuple[str, ...]:
@@ -381,13 +390,12 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     if run.attempts >= policy.max_attempts or (asked or 0) > policy.max_retry_after:
         _interrupt(tx, error)
         return
-    if run.kind == "resume" and tx.s.claim is not None:
-        expired = _claim_blocked_by_expiry(tx.s, tx.s.claim.entries, now)
-        if expired:
-            # The retry's send would be refused (R-F3): release the claim now, not after
-            # a back-off that may be minutes long.
-            _expire_claim(tx, expired, tried=True)
-            return
+    expired = _held_claim_expired(tx.s, now)
+    if expired:
+        # The retry's send would be refused (R-F3): release the claim now, not after a
+        # back-off that may be minutes long.
+        _expire_claim(tx, expired, tried=True)
+        return
     tx.emit(AbortAttempt(run.attempt.id))
     timer = tx.serial()
     backoff = policy.delay(run.attempts, timer, tx.s.options.id_prefix or "interlude")
@@ -960,12 +968,11 @@ def _send_starting(s: State, i: SendStarting, now: float) -> Transition:
         return Transition(s, (AbortAttempt(i.attempt),))
     if run.attempt.sent:
         return Transition(s)
-    if run.kind == "resume" and s.claim is not None:
-        expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
-        if expired:
-            tx = _Tx(s)
-            _expire_claim(tx, expired)  # R-F3: checked immediately before every send
-            return tx.done()
+    expired = _held_claim_expired(s, now)
+    if expired:
+        tx = _Tx(s)
+        _expire_claim(tx, expired)  # R-F3: checked immediately before every send
+        return tx.done()
     return Transition(evolve(s, run=evolve(run, attempt=evolve(run.attempt, sent=True))))
 
 
@@ -1030,11 +1037,10 @@ def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
         _check_issued(s, i.timer, "TimerFired: timer")
         return Transition(s)
     tx = _Tx(s)
-    if run.kind == "resume" and s.claim is not None:
-        expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
-        if expired:
-            _expire_claim(tx, expired)
-            return tx.done()
+    expired = _held_claim_expired(s, now)
+    if expired:
+        _expire_claim(tx, expired)
+        return tx.done()
     run_id = tx.new_id("run")
     attempt = Attempt(id=tx.serial(), run_id=run_id, number=run.attempts + 1)
     tx.set(run=evolve(run, attempt=attempt, retry_timer=None, attempts=attempt.number))
@@ -1051,11 +1057,10 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
         return Transition(s, (StartTimer(timer, due, "expiry"),))
     tx = _Tx(s)
     tx.set(expiry_timer=None)
-    run = s.run
-    if run is not None and run.attempt is None and run.kind == "resume" and s.claim is not None:
-        # The claim waits out a retry back-off, and the retry's send would be refused
-        # (R-F3): release it now rather than at the retry timer.
-        expired = _claim_blocked_by_expiry(s, s.claim.entries, now)
+    if s.run is not None and s.run.attempt is None:
+        # A claim waiting out a retry back-off: that send would be refused (R-F3), so
+        # release it now rather than at the retry timer.
+        expired = _held_claim_expired(s, now)
         if expired:
             _expire_claim(tx, expired)
     return tx.done()
