@@ -136,14 +136,21 @@ class HttpxTransport:
             if not response.is_success:
                 # The status says what happened, whatever coding the body is in.
                 text = "(a body in a content coding interlude does not read)"
-                inflater = self._error_inflater(response, read_already)
-                if inflater is not None:
-                    text = await self._error_body(response, chunks, inflater)
+                error_inflater = _inflater(response, read_already)
+                if error_inflater is not None:
+                    text = await self._error_body(response, chunks, error_inflater)
                 wait = retry_after(response.headers.get("Retry-After"), time.time())
                 raise TransportError.from_status(
                     response.status_code, text, retry_after=wait, endpoint=self._where
                 )
-            inflater = Inflater(None) if read_already else self._inflater(response)
+            inflater = _inflater(response, read_already)
+            if inflater is None:
+                raise ProtocolError(
+                    f"{self._where} encoded the stream as "
+                    f"{response.headers.get('Content-Encoding')!r}; interlude reads an event "
+                    "stream sent as is, or in one layer of gzip or deflate",
+                    retryable=False,
+                )
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
@@ -209,26 +216,6 @@ class HttpxTransport:
                 f"the request to {self._where} failed before a response arrived: {_why(exc)}",
                 retryable=True,
             ) from exc
-
-    def _inflater(self, response: httpx.Response) -> Inflater:
-        header = response.headers.get("Content-Encoding")
-        try:
-            return Inflater(coding_of(header))
-        except ValueError:
-            raise ProtocolError(
-                f"{self._where} encoded the stream as {header!r}; interlude reads an event "
-                "stream sent as is, or in one layer of gzip or deflate",
-                retryable=False,
-            ) from None
-
-    @staticmethod
-    def _error_inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
-        if read_already:
-            return Inflater(None)
-        try:
-            return Inflater(coding_of(response.headers.get("Content-Encoding")))
-        except ValueError:
-            return None
 
     def _inflated(self, inflater: Inflater, chunk: bytes) -> Iterator[bytes]:
         try:
@@ -302,6 +289,18 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (RFC 9110 token)."""
+
+
+def _inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
+    """The decoder for ``response``'s body; None for a coding it cannot undo (stacked
+    layers multiply a bomb, an unknown one would reach the parser as bytes). A body
+    httpx has already read (a mock's) is decoded already."""
+    if read_already:
+        return Inflater(None)
+    try:
+        return Inflater(coding_of(response.headers.get("Content-Encoding")))
+    except ValueError:
+        return None
 
 
 def _why(exc: BaseException) -> str:
