@@ -169,7 +169,10 @@ class HttpxTransport:
                         yield [event.data for event in completed]
             parser.close()
             if parser.truncated:
-                raise ProtocolError("the stream ended in the middle of an event", retryable=True)
+                cut = "" if inflater.complete else " (and before the end of its compressed body)"
+                raise ProtocolError(
+                    f"the stream ended in the middle of an event{cut}", retryable=True
+                )
         finally:
             await _release(response, chunks)
 

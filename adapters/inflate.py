@@ -60,6 +60,12 @@ class Inflater:
         self._z = _decompressor(coding) if coding is not None else None
         self._done = False  # the coded stream ended: what follows is ignored
 
+    @property
+    def complete(self) -> bool:
+        """The coded stream reached its end (always, with no coding): False for a cut body."""
+        z = self._z
+        return z is None or self._done or z.eof
+
     def slices(self, data: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``data``, the next raw read, a slice at a time."""
         z = self._z

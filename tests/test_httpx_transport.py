@@ -557,6 +557,36 @@ def test_a_stream_cut_mid_frame_is_a_retryable_protocol_error() -> None:
     trio.run(main)
 
 
+def test_a_compressed_stream_cut_mid_frame_says_its_body_was_cut() -> None:
+    """A server that flushes its gzip per event, then stops in the middle of one."""
+    squeeze = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    coded = squeeze.compress(FRAME) + squeeze.flush(zlib.Z_SYNC_FLUSH)
+    coded += squeeze.compress(b'data: {"type":"TEXT_') + squeeze.flush(zlib.Z_SYNC_FLUSH)
+
+    async def answer(stream: trio.SocketStream) -> None:
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Content-Encoding: gzip\r\nConnection: close\r\n\r\n"
+        )
+        await stream.send_all(head + coded)
+
+    async def main() -> None:
+        got = []
+        async with raw_server(answer) as url, HttpxTransport(url) as transport:
+            with pytest.raises(ProtocolError) as caught:
+                with trio.fail_after(WAIT):
+                    async for data in transport.stream(b"{}"):
+                        got.append(data)
+        assert got == [FRAME_DATA]
+        assert caught.value == ProtocolError(
+            "the stream ended in the middle of an event (and before the end of its "
+            "compressed body)",
+            retryable=True,
+        )
+
+    trio.run(main)
+
+
 def test_a_connection_dropped_inside_a_chunked_body_is_a_retryable_transport_error() -> None:
     async def answer(stream: trio.SocketStream) -> None:
         head = (

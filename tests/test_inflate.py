@@ -61,6 +61,28 @@ def test_padding_or_garbage_after_the_end_is_ignored(
     assert inflate(coding, encode(DATA) + tail, 5) == DATA
 
 
+@pytest.mark.parametrize(
+    ("coding", "encode"),
+    [("gzip", gzip.compress), ("deflate", zlib.compress), ("deflate", raw_deflate)],
+)
+def test_complete_tells_a_whole_body_from_a_cut_one(
+    coding: str, encode: Callable[[bytes], bytes]
+) -> None:
+    body = encode(DATA)
+    whole, cut = Inflater(coding), Inflater(coding)
+    assert b"".join(whole.slices(body)) == DATA
+    assert whole.complete
+    assert DATA.startswith(b"".join(cut.slices(body[: len(body) // 2])))
+    assert not cut.complete
+
+
+def test_complete_after_a_second_gzip_member_and_with_no_coding() -> None:
+    two = Inflater("gzip")
+    list(two.slices(gzip.compress(DATA) + gzip.compress(b"more")[:5]))
+    assert not two.complete
+    assert Inflater(None).complete
+
+
 def test_a_read_that_inflates_to_many_megabytes_comes_out_in_slices() -> None:
     bomb = gzip.compress(b"\n" * (5 * SLICE + 3))
     pieces = [len(p) for p in Inflater("gzip").slices(bomb)]
