@@ -686,6 +686,7 @@ def _bad_frame(s: State, attempt_id: int, exc: WireError, now: float) -> Transit
         # Before the acknowledgement a malformed frame is retryable (R-J3).
         run = s.run
         assert run is not None and run.attempt is not None
+        _check_sent(run.attempt, "a frame")  # a driver bug first, not the endpoint's
         retryable = not run.attempt.acked
         _fail_attempt(tx, err.ProtocolError(str(exc), retryable=retryable), retryable, now)
     return tx.done()

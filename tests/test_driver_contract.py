@@ -100,6 +100,10 @@ def test_an_event_before_send_starting_is_refused() -> None:
     event = RunStarted(thread_id=ri.thread_id, run_id=ri.run_id)
     refused(s, EventReceived(start.attempt, event), "never announced")
     refused(s, StreamEnded(start.attempt), "never announced")
+    # A malformed frame too: it is the driver's bug before it is the endpoint's, and
+    # must not pass for a retryable ProtocolError that sends the request again.
+    for data in ("{}", "not json", '{"type":"RUN_STARTED"}'):
+        refused(s, FrameReceived(start.attempt, data), "never announced")
 
 
 def test_a_failure_before_send_starting_is_taken() -> None:
