@@ -276,7 +276,7 @@ class ResourceFactory(Generic[R]):
         state: Any = None,
     ) -> R:
         """A chat resource. ``local_tools`` run here when the agent calls them."""
-        tools = dict(local_tools or {})
+        tools = _local_tools(local_tools, "chat()")
         opts = with_local_tools(options or Options(), "chat", tools)
         return self._create(opts, tools, thread_id, messages, state)
 
@@ -289,7 +289,7 @@ class ResourceFactory(Generic[R]):
         state: Any = None,
     ) -> R:
         """A completion resource: ``set_input(value)`` runs it (R-E)."""
-        tools = dict(local_tools or {})
+        tools = _local_tools(local_tools, "completion()")
         opts = with_local_tools(options or Options(), "completion", tools)
         return self._create(opts, tools, thread_id, (), state)
 
@@ -302,6 +302,26 @@ class ResourceFactory(Generic[R]):
         state: Any,
     ) -> R:
         raise NotImplementedError
+
+
+def _local_tools(value: object, verb: str) -> dict[str, Callable[..., Any]]:
+    """``local_tools`` as given to ``chat()``/``completion()``: names to callables."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(
+            f"{verb}: local_tools maps tool names to callables, such as "
+            f"{{'get_time': get_time}}; not a {type(value).__name__}"
+        )
+    for name, fn in value.items():
+        if type(name) is not str or not name:
+            raise UsageError(f"{verb}: a local tool's name is a non-empty string, not {name!r}")
+        if not callable(fn):
+            raise UsageError(
+                f"{verb}: local tool {name!r} must be a function (or an object with "
+                f"__call__), not a {type(fn).__name__}"
+            )
+    return dict(value)
 
 
 def unwritable_request(problem: Exception) -> TransportError:

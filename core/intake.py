@@ -123,12 +123,25 @@ def user_message(m: UserMessage, verb: str) -> UserMessage:
 
 
 def _canonical(m: Message, where: str) -> Message:
+    mid = getattr(m, "id", None)
+    if type(mid) is not str or not mid:
+        raise UsageError(f"{where} ({m.role} message): its id must be a non-empty string")
     try:
         return decode_message(json.loads(encode_json(encode_message(m))))
     except (WireError, ValueError, TypeError, RecursionError) as exc:
-        raise UsageError(
-            f"{where} ({m.role} message {getattr(m, 'id', None)!r}) cannot be sent: {exc}"
-        ) from None
+        why = _why(m, exc)
+        raise UsageError(f"{where} ({m.role} message {mid!r}) cannot be sent: {why}") from None
+
+
+def _why(m: Message, exc: Exception) -> object:
+    """What is wrong with ``m``: where in it, when ``freeze`` can point at the value."""
+    try:
+        freeze(encode_message(m))
+    except NotJSONError as path_given:
+        return path_given
+    except (WireError, ValueError, TypeError, RecursionError):
+        pass  # the first failure is the one to report
+    return exc
 
 
 def _describe(value: Any) -> str:

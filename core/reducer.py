@@ -387,8 +387,21 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     assert run is not None and run.attempt is not None
     policy = tx.s.options.retry
     asked = error.retry_after if isinstance(error, err.TransportError) else None
-    if run.attempts >= policy.max_attempts or (asked or 0) > policy.max_retry_after:
-        _interrupt(tx, error)
+    if run.attempts >= policy.max_attempts:
+        _interrupt(
+            tx,
+            _gave_up(error, f"gave up after {run.attempts} attempt(s), RetryPolicy.max_attempts"),
+        )
+        return
+    if (asked or 0) > policy.max_retry_after:
+        _interrupt(
+            tx,
+            _gave_up(
+                error,
+                f"not retried: that is more than "
+                f"RetryPolicy.max_retry_after ({policy.max_retry_after:g} s)",
+            ),
+        )
         return
     expired = _held_claim_expired(tx.s, now)
     if expired:
@@ -402,6 +415,22 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     due = now + max(backoff, asked or 0)  # an endpoint's Retry-After is a lower bound
     tx.set(run=evolve(run, attempt=None, retry_timer=timer))
     tx.emit(StartTimer(timer, due, "retry"))
+
+
+def _gave_up(error: err.InterludeError, why: str) -> err.InterludeError:
+    """``error`` as recorded when no retry follows: the message says why not."""
+    message = f"{error.message} ({why})"
+    if isinstance(error, err.TransportError):
+        return err.TransportError(
+            message,
+            retryable=error.retryable,
+            status=error.status,
+            body=error.body,
+            retry_after=error.retry_after,
+        )
+    if isinstance(error, err.ProtocolError):
+        return err.ProtocolError(message, retryable=error.retryable)
+    return error
 
 
 def _fail_attempt(tx: _Tx, error: err.InterludeError, retryable: bool, now: float) -> None:
@@ -537,6 +566,11 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
         raise err.BatchClaimedError(
             f"batch {s.claim.batch_id!r} is already claimed by a resume in flight; "
             "wait for it (is_resuming) instead of submitting again"
+        )
+    if type(i.batch_id) is not str:
+        given = "the Batch itself" if isinstance(i.batch_id, Batch) else repr(i.batch_id)
+        raise err.UsageError(
+            f"resume() takes the pending batch's id (pending_interrupts.id, a string), not {given}"
         )
     if s.batch is None or s.batch.id != i.batch_id:
         now_pending = f"batch {s.batch.id!r} is pending" if s.batch else "no batch is pending"

@@ -165,6 +165,10 @@ def test_R_F1_a_retry_after_beyond_the_policy_ends_the_run_with_the_error() -> N
     assert len(driver.requests) == 1 and not chat.is_loading and not chat.is_retrying
     assert isinstance(chat.error, TransportError)
     assert (chat.error.status, chat.error.retry_after) == (503, 3600)
+    assert chat.error.message.endswith(
+        "it asked to wait 3600 s before retrying (not retried: that is more than "
+        "RetryPolicy.max_retry_after (60 s))"
+    )
 
 
 def test_R_J5_warnings_keep_only_the_newest() -> None:

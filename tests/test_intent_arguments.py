@@ -66,6 +66,25 @@ CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
         "give the id once",
     ),
     "subscribe(None)": (lambda r: r.subscribe(None), "takes a callable"),  # type: ignore[arg-type]
+    "send(UserMessage with an empty id)": (
+        lambda r: r.send(UserMessage(id="", content="hi")),
+        r"send\(\) \(user message\): its id must be a non-empty string",
+    ),
+    "set_messages([a message with an empty id])": (
+        lambda r: r.set_messages([UserMessage(id="", content="hi")]),
+        "item 0 \\(user message\\): its id must be a non-empty string",
+    ),
+    "set_messages([a message holding NaN])": (
+        lambda r: r.set_messages(
+            [UserMessage(id="u", content=({"type": "x", "v": float("nan")},))]
+        ),
+        "not a JSON value at /content/0/v: nan has no JSON form",
+    ),
+    "resume(an object)": (
+        lambda r: r.resume(object(), []),  # type: ignore[arg-type]
+        r"resume\(\) takes the pending batch's id \(pending_interrupts.id, a string\)",
+    ),
+    "resume(5)": (lambda r: r.resume(5, []), "a string\\), not 5"),  # type: ignore[arg-type]
 }
 
 
@@ -83,6 +102,30 @@ FACTORY_CASES: dict[str, tuple[Callable[[FakeDriver], Any], str]] = {
     "chat(state=NaN)": (lambda d: d.chat(state=float("nan")), "state= takes a JSON value"),
     "completion(state={set})": (lambda d: d.completion(state={"s": {1}}), "state= takes a JSON"),
     "chat(options=dict)": (lambda d: d.chat({"kind": "chat"}), "takes an Options"),  # type: ignore[arg-type]
+    "chat(messages=[an empty id])": (
+        lambda d: d.chat(messages=[UserMessage(id="", content="hi")]),
+        "its id must be a non-empty string",
+    ),
+    "chat(local_tools=[names])": (
+        lambda d: d.chat(local_tools=["a"]),  # type: ignore[arg-type]
+        r"chat\(\): local_tools maps tool names to callables.*not a list",
+    ),
+    "completion(local_tools=5)": (
+        lambda d: d.completion(local_tools=5),  # type: ignore[arg-type]
+        "local_tools maps tool names to callables",
+    ),
+    "chat(local_tools={1: f})": (
+        lambda d: d.chat(local_tools={1: print}),  # type: ignore[dict-item]
+        "a local tool's name is a non-empty string, not 1",
+    ),
+    "chat(local_tools={'': f})": (
+        lambda d: d.chat(local_tools={"": print}),
+        "a local tool's name is a non-empty string, not ''",
+    ),
+    "chat(local_tools={'a': 3})": (
+        lambda d: d.chat(local_tools={"a": 3}),  # type: ignore[dict-item]
+        "local tool 'a' must be a function .* not a int",
+    ),
 }
 
 

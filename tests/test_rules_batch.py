@@ -49,6 +49,7 @@ from interlude.core.errors import (
     RunError,
     StaleBatchError,
     TransportError,
+    UsageError,
 )
 from interlude.core.inputs import Resume
 from interlude.core.json import freeze, thaw
@@ -750,6 +751,9 @@ def test_R_B2_each_check_through_the_resource() -> None:
     assert_rejected(driver, chat, InvalidResumeError, lambda: chat.resume(batch.id, bad_entries))
     assert_rejected(driver, chat, InvalidResumeError, lambda: chat.resume(batch.id, []))
     assert_rejected(driver, chat, StaleBatchError, lambda: chat.resume("other", bad_entries))
+    # The Batch itself for its id: a mistake in the calling code, named as such.
+    with pytest.raises(UsageError, match=r"pending_interrupts.id, a string\), not the Batch"):
+        chat.resume(batch, good)  # type: ignore[arg-type]
     assert chat.pending_interrupts is batch and flags(chat) == (False, False)
     # Claimed: a second resume, right or wrong, with a wrong id or with bad entries.
     chat.resume(batch.id, good)

@@ -1251,6 +1251,7 @@ def test_R_J3_malformed_frames_before_ack_exhaust_the_budget_with_a_retryable_er
     error = chat.error
     assert isinstance(error, ProtocolError)
     assert error.retryable is True
+    assert error.message.endswith("(gave up after 3 attempt(s), RetryPolicy.max_attempts)")
     assert chat.core_state.checkpoint == before
     assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
     assert driver.pending_timers() == []
