@@ -51,10 +51,10 @@ def check_entries(
         if unknown:
             problems.append(f"entry {pos} has unknown keys {unknown}")
         iid = fields.get("interrupt_id", fields.get("interruptId"))
-        if "interrupt_id" in fields and fields.get("interruptId", iid) != iid:
+        other = fields.get("interruptId", iid)
+        if "interrupt_id" in fields and other is not iid and other != iid:  # NaN is not NaN
             problems.append(
-                f"entry {pos} gives interrupt_id {iid!r} and interruptId "
-                f"{fields['interruptId']!r}; give one"
+                f"entry {pos} gives interrupt_id {iid!r} and interruptId {other!r}; give one"
             )
             continue
         if not isinstance(iid, str):

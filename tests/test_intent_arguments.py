@@ -179,6 +179,17 @@ def test_a_resume_entry_naming_two_different_interrupts_is_refused() -> None:
     assert chat.is_resuming
 
 
+@pytest.mark.parametrize("iid", [float("nan"), None, 7])
+def test_an_interrupt_id_that_is_not_a_string_is_a_problem_not_a_crash(iid: Any) -> None:
+    """Found by the intent fuzzer: {'interrupt_id': nan} alone raised KeyError (NaN is
+    not equal to itself, so it was read as disagreeing with an interruptId not given)."""
+    _, chat, batch = paused_chat(ask("a"))
+    before = chat.core_state
+    with pytest.raises(InvalidResumeError, match="entry 0 has no string interrupt_id"):
+        chat.resume(batch.id, [{"interrupt_id": iid, "status": "resolved"}])
+    assert chat.core_state is before
+
+
 @pytest.mark.parametrize("call", CASES)
 def test_an_argument_of_the_wrong_kind_is_a_usage_error_that_changes_nothing(call: str) -> None:
     intent, says = CASES[call]
