@@ -8,7 +8,9 @@ this module uses only anyio and httpx, never a loop directly.
 from __future__ import annotations
 
 import codecs
+import datetime
 import email.utils
+import math
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
@@ -26,6 +28,8 @@ from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
 __all__ = ["ERROR_BODY_LIMIT", "HttpxTransport", "checked_headers", "endpoint_url", "retry_after"]
 
 ERROR_BODY_LIMIT = 4096
+_EXCERPT = 300  # characters of an unexpected 2xx body quoted in the error
+_LONGEST_WAIT = 2**31  # seconds: a longer Retry-After reads as this (RFC 9111 caps ages so)
 """Bytes of a non-2xx answer's body kept in the ``TransportError``: enough to explain."""
 
 _CLEANUP_SECONDS = 5.0  # bound on closing a response, which runs shielded from cancellation
@@ -59,6 +63,22 @@ class HttpxTransport:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
         self.url = endpoint_url(url)  # a malformed URL fails here, not at the first run
+        for name, seconds in (
+            ("connect_timeout", connect_timeout),
+            ("read_timeout", read_timeout),
+            ("idle_timeout", idle_timeout),
+        ):
+            _check_seconds(name, seconds)
+        if type(max_frame_bytes) is not int or max_frame_bytes < 1:
+            raise UsageError(
+                f"HttpxTransport: max_frame_bytes takes a positive integer (bytes), "
+                f"not {max_frame_bytes!r}"
+            )
+        if client is not None and not isinstance(client, httpx.AsyncClient):
+            raise UsageError(
+                f"HttpxTransport: client takes an httpx.AsyncClient or None, "
+                f"not a {type(client).__name__}"
+            )
         # Error messages name the endpoint without credentials or query (tokens live there).
         self._where = str(self.url.copy_with(userinfo=b"", query=None, fragment=None))
         self._headers = checked_headers(headers)
@@ -141,7 +161,11 @@ class HttpxTransport:
                     text = await self._error_body(response, chunks, error_inflater)
                 wait = retry_after(response.headers.get("Retry-After"), time.time())
                 raise TransportError.from_status(
-                    response.status_code, text, retry_after=wait, endpoint=self._where
+                    response.status_code,
+                    text,
+                    retry_after=wait,
+                    endpoint=self._where,
+                    location=_location(response),
                 )
             inflater = _inflater(response, read_already)
             if inflater is None:
@@ -154,9 +178,13 @@ class HttpxTransport:
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
+                # What the endpoint said instead (often an error object) is the clue.
+                said = " ".join((await self._error_body(response, chunks, inflater)).split())
+                if len(said) > _EXCERPT:
+                    said = said[:_EXCERPT] + "..."
                 raise ProtocolError(
-                    f"the endpoint answered HTTP {response.status_code} with {what}, "
-                    "not text/event-stream",
+                    f"{self._where} answered HTTP {response.status_code} with {what}, "
+                    f"not text/event-stream" + (f"; its body begins: {said}" if said else ""),
                     retryable=False,
                 )
             parser = SSEParser(max_frame_bytes=self._max_frame_bytes)
@@ -164,7 +192,13 @@ class HttpxTransport:
                 for k, piece in enumerate(self._inflated(inflater, chunk)):
                     if k:  # a read that inflates to many slices: let the loop run between
                         await anyio.lowlevel.checkpoint()
-                    completed = parser.feed(piece)
+                    try:
+                        completed = parser.feed(piece)
+                    except ProtocolError as exc:
+                        raise ProtocolError(
+                            f"{exc.message} (the transport's max_frame_bytes)",
+                            retryable=exc.retryable,
+                        ) from None
                     if completed:
                         yield [event.data for event in completed]
             parser.close()
@@ -237,7 +271,8 @@ class HttpxTransport:
             return None
         except httpx.ReadTimeout as exc:
             raise TransportError(
-                f"the stream from {self._where} was silent for more than {self._idle_timeout} s",
+                f"the stream from {self._where} was silent for more than {self._idle_timeout} s "
+                "(the transport's idle_timeout; an endpoint should send keep-alive comments)",
                 retryable=True,
             ) from exc
         except httpx.TransportError as exc:
@@ -262,13 +297,9 @@ class HttpxTransport:
                         break
             except (httpx.HTTPError, CorruptBody):
                 pass
-        try:
-            decoder = codecs.getincrementaldecoder(response.charset_encoding or "utf-8")
-        except LookupError:
-            decoder = codecs.getincrementaldecoder("utf-8")
         # A character cut at the limit is dropped, not shown as U+FFFD.
         cut = len(got) > ERROR_BODY_LIMIT
-        return decoder("replace").decode(bytes(got[:ERROR_BODY_LIMIT]), final=not cut)
+        return _text(bytes(got[:ERROR_BODY_LIMIT]), response.charset_encoding, final=not cut)
 
 
 async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
@@ -306,6 +337,46 @@ def _inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
         return None
 
 
+def _text(data: bytes, charset: str | None, *, final: bool) -> str:
+    """``data`` decoded in the body's declared charset, else as UTF-8; never raises.
+
+    A charset names any codec Python has, some of them not text codecs at all
+    (base64, zlib, rot13) or strict about their input (idna, utf-16): whatever
+    goes wrong, the status still reaches the application.
+    """
+    if charset:
+        try:
+            text = codecs.getincrementaldecoder(charset)("replace").decode(data, final=final)
+        except Exception:  # any codec's failure: the UTF-8 reading follows
+            pass
+        else:
+            if isinstance(text, str):
+                return text
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=final)
+
+
+def _location(response: httpx.Response) -> str | None:
+    """A redirect's target, absolute, without credentials or query (tokens live there)."""
+    value = response.headers.get("Location")
+    if not value or not 300 <= response.status_code < 400:
+        return None
+    try:
+        target = response.request.url.join(value)
+    except (httpx.InvalidURL, ValueError):
+        return None
+    return str(target.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if value is None:
+        return
+    if type(value) not in (int, float) or not 0 < value < math.inf:  # type: ignore[operator]
+        raise UsageError(
+            f"HttpxTransport: {name} takes seconds (a positive number) or None for no "
+            f"limit, not {value!r}"
+        )
+
+
 def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
@@ -318,13 +389,14 @@ def retry_after(value: str | None, now: float) -> float | None:
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return float(int(value)) if len(value) <= 10 else None  # no absurd waits or ints
+        # A huge number is still a long wait (past any max_retry_after), not no wait.
+        return float(min(int(value[:12]), _LONGEST_WAIT))
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
-        return None  # HTTP dates are GMT; one without a zone is not an HTTP date
+        when = when.replace(tzinfo=datetime.UTC)  # asctime's form has no zone: HTTP dates are GMT
     return max(0.0, when.timestamp() - now)
 
 
@@ -343,13 +415,18 @@ def endpoint_url(url: object) -> httpx.URL:
     if problem is None:
         return parsed
     hint = ""
-    if isinstance(url, str) and "://" not in url and " " not in url:
+    if isinstance(url, str) and "://" not in url and " " not in url and url[:1].isalnum():
         hint = f" (did you mean 'http://{url}'?)"
     raise UsageError(f"{url!r} is not an endpoint URL: {problem}{hint}")
 
 
 def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
     """``headers`` as httpx sends them; a ``UsageError`` naming one HTTP cannot carry."""
+    if headers is not None and not isinstance(headers, Mapping):
+        raise UsageError(
+            f"headers takes a mapping of names to values, such as "
+            f"{{'Authorization': 'Bearer ...'}}; not a {type(headers).__name__}"
+        )
     for name, value in (headers or {}).items():
         if not isinstance(name, str) or not _TOKEN.fullmatch(name):
             raise UsageError(f"{name!r} is not an HTTP header name")

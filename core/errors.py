@@ -150,22 +150,41 @@ class TransportError(InterludeError):
 
     @classmethod
     def from_status(
-        cls, status: int, body: str, *, retry_after: float | None = None, endpoint: str = ""
+        cls,
+        status: int,
+        body: str,
+        *,
+        retry_after: float | None = None,
+        endpoint: str = "",
+        location: str | None = None,
     ) -> TransportError:
         """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not.
 
-        ``endpoint`` names it in the message (without credentials or query, please).
+        ``endpoint`` names it in the message (without credentials or query, please);
+        ``location`` is a redirect's target, which is not followed.
         """
         retryable = status >= 500 or status == 429
         where = f"the endpoint {endpoint}" if endpoint else "the endpoint"
         wait = f"; it asked to wait {retry_after:g} s before retrying" if retry_after else ""
         return cls(
-            f"{where} answered HTTP {status}{wait}",
+            f"{where} answered HTTP {status}{wait}{_status_hint(status, location)}",
             retryable=retryable,
             status=status,
             body=body,
             retry_after=retry_after,
         )
+
+
+def _status_hint(status: int, location: str | None) -> str:
+    """What to do about a status the application, not the endpoint, can fix."""
+    if 300 <= status < 400:
+        to = f" to {location}" if location else ""
+        return f" (a redirect{to}: interlude does not follow redirects; use the new URL)"
+    if status in (401, 403):
+        return " (check the credentials the transport sends: its headers)"
+    if status in (404, 405):
+        return " (check the endpoint URL: it takes POST requests of RunAgentInput)"
+    return ""
 
 
 class RunError(InterludeError):

@@ -258,6 +258,7 @@ def test_an_owned_client_is_closed_with_the_transport() -> None:
         ("ftp://example.com/agent", "needs http:// or https://$"),
         ("http://", "has no host$"),
         ("not a url", "needs http:// or https://$"),
+        ("/agent", "needs http:// or https://$"),  # no hint: 'http:///agent' has no host
         (8000, "Invalid type for url"),
     ],
 )
@@ -274,6 +275,7 @@ def test_a_url_that_is_not_an_endpoint_is_refused_at_construction(url: Any, says
         ({"X-Name": "a\r\nInjected: yes"}, "must be ASCII text on one line"),
         ({"Bad Name": "v"}, "'Bad Name' is not an HTTP header name"),
         ({"X": 5}, "must be ASCII text"),
+        ([("X", "v")], "headers takes a mapping of names to values"),
     ],
 )
 def test_a_header_http_cannot_carry_is_refused_at_construction(
@@ -281,6 +283,97 @@ def test_a_header_http_cannot_carry_is_refused_at_construction(
 ) -> None:
     with pytest.raises(UsageError, match=re.escape(says)):
         HttpxTransport("http://127.0.0.1:1/", headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("argument", "says"),
+    [
+        ({"read_timeout": "x"}, "read_timeout takes seconds (a positive number) or None"),
+        ({"connect_timeout": 0}, "connect_timeout takes seconds"),
+        ({"idle_timeout": float("inf")}, "idle_timeout takes seconds"),
+        ({"idle_timeout": True}, "idle_timeout takes seconds"),
+        ({"max_frame_bytes": 0}, "max_frame_bytes takes a positive integer"),
+        ({"max_frame_bytes": 1.5}, "max_frame_bytes takes a positive integer"),
+        ({"client": "x"}, "client takes an httpx.AsyncClient or None, not a str"),
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_refused_at_construction(
+    argument: dict[str, Any], says: str
+) -> None:
+    """Not at every attempt, as a retryable TransportError about concatenating str."""
+    with pytest.raises(UsageError, match=re.escape(says)):
+        HttpxTransport("http://127.0.0.1:1/", **argument)
+
+
+@pytest.mark.parametrize(
+    "charset", ["base64", "hex", "zlib", "uu", "rot13", "idna", "utf-16", "no-such-codec"]
+)
+def test_an_error_answer_keeps_its_status_whatever_charset_it_declares(charset: str) -> None:
+    """A charset can name any codec Python has: the status must reach the application
+    (a 401 read as a retryable status-less error was retried and never called a 401)."""
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, 401, b"text/plain; charset=" + charset.encode())
+        await body(send, b"token expired \xff", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        assert (caught.value.status, caught.value.retryable) == (401, False)
+        assert "check the credentials" in caught.value.message
+        assert isinstance(caught.value.body, str)
+
+    trio.run(main)
+
+
+def test_a_redirect_is_not_followed_and_says_where_it_points() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 308,
+                "headers": [(b"location", b"/v2/agent?token=secret")],
+            }
+        )
+        await body(send, b"", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        error = caught.value
+        assert (error.status, error.retryable) == (308, False)
+        target = str(httpx.URL(url).join("/v2/agent"))
+        assert error.message == (
+            f"the endpoint {url} answered HTTP 308 (a redirect to {target}: interlude does "
+            "not follow redirects; use the new URL)"
+        )
+
+    trio.run(main)
+
+
+def test_a_2xx_that_is_not_an_event_stream_quotes_what_it_said() -> None:
+    said = b'{"error": {"code": "streaming_disabled",\n "message": "use /v1/sse"}}'
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, 200, b"application/json")
+        await body(send, said + b" " * 1000 + b"x" * 1000, more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(ProtocolError) as caught:
+                await collect(transport)
+        # Whitespace runs read as one space; 300 characters are quoted.
+        quoted = '{"error": {"code": "streaming_disabled", "message": "use /v1/sse"}} '
+        quoted += "x" * (300 - len(quoted))
+        assert caught.value == ProtocolError(
+            f"{url} answered HTTP 200 with content type 'application/json', not "
+            f"text/event-stream; its body begins: {quoted}...",
+            retryable=False,
+        )
+
+    trio.run(main)
 
 
 @pytest.mark.parametrize(
@@ -302,7 +395,10 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
             f"no luck: {status}",
         )
         assert error == TransportError.from_status(status, f"no luck: {status}", endpoint=url)
-        assert error.message == f"the endpoint {url} answered HTTP {status}"
+        hint = " (check the endpoint URL: it takes POST requests of RunAgentInput)"
+        assert error.message == f"the endpoint {url} answered HTTP {status}" + (
+            hint if status == 404 else ""
+        )
 
     trio.run(main)
 
@@ -319,8 +415,11 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
         ("soon", None),
         ("-5", None),
         ("1.5", None),  # delta-seconds are whole
-        ("12345678901", None),  # absurd
-        ("Tue, 01 Dec 2026 00:00:30", None),  # no zone: not an HTTP date
+        ("12345678901", 2.0**31),  # absurd, but a long wait all the same: capped
+        ("9" * 400, 2.0**31),
+        ("Tue, 01 Dec 2026 00:00:30", 30.0),  # no zone: HTTP dates are GMT
+        ("Tue Dec  1 00:00:30 2026", 30.0),  # asctime's form (RFC 9110 5.6.7: accept it)
+        ("Tuesday, 01-Dec-26 00:00:30 GMT", 30.0),  # RFC 850's form
     ],
 )
 def test_retry_after_reads_seconds_and_http_dates(
