@@ -28,13 +28,17 @@ expired interrupt is accepted (R-G2)."""
 
 
 def _number(
-    least: float, most: float = math.inf, *, integer: bool = False
+    least: float, most: float = math.inf, *, integer: bool = False, finite: bool = False
 ) -> Callable[[Any, Any, Any], None]:
-    kind = "an integer" if integer else "a number"
+    kind = "an integer" if integer else "a finite number" if finite else "a number"
 
     def check(obj: Any, a: Any, value: Any) -> None:
         allowed = (int,) if integer else (int, float)
-        if type(value) not in allowed or not least <= value <= most:
+        if (
+            type(value) not in allowed
+            or not least <= value <= most
+            or (finite and value == math.inf)
+        ):
             span = f">= {least:g}" if most == math.inf else f"in [{least:g}, {most:g}]"
             raise UsageError(f"{type(obj).__name__}.{a.name} takes {kind} {span}, not {value!r}")
 
@@ -148,9 +152,9 @@ class RetryPolicy:
     """
 
     max_attempts: int = attrs.field(default=3, validator=_number(1, integer=True))
-    base_delay: float = attrs.field(default=0.5, validator=_number(0))
-    multiplier: float = attrs.field(default=2.0, validator=_number(1))
-    max_delay: float = attrs.field(default=10.0, validator=_number(0))
+    base_delay: float = attrs.field(default=0.5, validator=_number(0, finite=True))
+    multiplier: float = attrs.field(default=2.0, validator=_number(1, finite=True))
+    max_delay: float = attrs.field(default=10.0, validator=_number(0, finite=True))
     jitter: float = attrs.field(default=0.2, validator=_number(0, 1))
     jitter_seed: int | None = attrs.field(default=None, validator=_optional_seed)
     """None: derived from the resource's id prefix, which the async driver makes
@@ -162,7 +166,11 @@ class RetryPolicy:
 
     def delay(self, failed_attempt: int, draw: int, id_prefix: str = "") -> float:
         """Seconds to wait after attempt ``failed_attempt`` failed; ``draw`` picks the jitter."""
-        base = min(self.max_delay, self.base_delay * self.multiplier ** (failed_attempt - 1))
+        try:
+            grown = self.base_delay * self.multiplier ** (failed_attempt - 1)
+        except OverflowError:  # a float power past 1e308 raises rather than give inf
+            grown = math.inf
+        base = min(self.max_delay, grown)
         seed = self.jitter_seed if self.jitter_seed is not None else zlib.crc32(id_prefix.encode())
         unit = _splitmix64(seed * 1_000_003 + draw) / 2**64  # in [0, 1)
         return base * (1.0 + self.jitter * (2.0 * unit - 1.0))

@@ -8,6 +8,7 @@ later from deep inside a send (a typo in ``expiry`` used to behave as
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -52,11 +53,14 @@ BAD_RETRY: dict[str, tuple[dict[str, Any], str]] = {
     "max_attempts text": ({"max_attempts": "3"}, "max_attempts takes an integer >= 1"),
     "max_attempts zero": ({"max_attempts": 0}, "max_attempts takes an integer >= 1"),
     "max_attempts bool": ({"max_attempts": True}, "max_attempts takes an integer"),
-    "base_delay negative": ({"base_delay": -1}, "base_delay takes a number >= 0"),
+    "base_delay negative": ({"base_delay": -1}, "base_delay takes a finite number >= 0"),
     "jitter above 1": ({"jitter": 1.5}, r"jitter takes a number in \[0, 1\]"),
-    "multiplier below 1": ({"multiplier": 0.5}, "multiplier takes a number >= 1"),
+    "multiplier below 1": ({"multiplier": 0.5}, "multiplier takes a finite number >= 1"),
     "jitter_seed float": ({"jitter_seed": 1.5}, "jitter_seed takes an integer or None"),
     "max_retry_after NaN": ({"max_retry_after": float("nan")}, "max_retry_after takes a number"),
+    "base_delay infinite": ({"base_delay": math.inf}, "base_delay takes a finite number >= 0"),
+    "multiplier infinite": ({"multiplier": math.inf}, "multiplier takes a finite number >= 1"),
+    "max_delay infinite": ({"max_delay": math.inf}, "max_delay takes a finite number >= 0"),
 }
 
 
@@ -158,3 +162,19 @@ def test_a_clock_reading_that_is_not_finite_seconds_is_a_usage_error(now: Any) -
     with pytest.raises(UsageError, match="now must be finite epoch seconds"):
         step(s, Send("hi"), now)
     assert step(s, Send("hi"), 0).state.run is not None  # an int is fine
+
+
+@pytest.mark.parametrize(
+    ("policy", "failed_attempt"),
+    [
+        (RetryPolicy(max_attempts=3000), 2000),  # 2.0 ** 1999 is past any float
+        (RetryPolicy(multiplier=1e200), 3),
+    ],
+)
+def test_a_delay_that_grows_past_any_float_is_capped_not_an_overflow(
+    policy: RetryPolicy, failed_attempt: int
+) -> None:
+    """A legal policy must never crash the reducer: a float power past 1e308 raises
+    OverflowError in Python, where the delay is simply max_delay."""
+    wait = policy.delay(failed_attempt, 1)
+    assert policy.max_delay * (1 - policy.jitter) <= wait <= policy.max_delay * (1 + policy.jitter)
