@@ -11,6 +11,8 @@ re-entered.
 
 from __future__ import annotations
 
+import os
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Protocol, Self, TypeVar
 
@@ -255,9 +257,17 @@ class Resource:
                         # that raises on every change must not feed itself forever.
                         if not reported:
                             reported = True
-                            self.apply(i.ObserverFailed(f"{type(exc).__name__}: {exc}"))
+                            self.apply(i.ObserverFailed(_observer_failure(observer, exc)))
         finally:
             self._notifying = False
+
+
+def _observer_failure(observer: object, exc: BaseException) -> str:
+    """The exception, which observer raised it and where: the state keeps no traceback."""
+    name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f", {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {exc} (in {name}{where})"
 
 
 R = TypeVar("R", bound=Resource)

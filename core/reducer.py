@@ -984,7 +984,9 @@ def _tools_progress(tx: _Tx) -> None:
             tx,
             err.ToolError(
                 f"the endpoint asked for local tools {rounds} times in one interaction "
-                f"(max_tool_rounds={tx.s.options.max_tool_rounds}); stopped"
+                f"(max_tool_rounds={tx.s.options.max_tool_rounds}); stopped. If the agent "
+                "needs more rounds, raise Options.max_tool_rounds; if it repeats a call, "
+                "look at that tool's results"
             ),
         )
         return

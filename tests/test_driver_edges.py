@@ -37,7 +37,11 @@ def test_R_F1_R_I2_an_observer_that_always_raises_is_reported_once_per_change() 
 
     chat.subscribe(broken)
     chat.send("hi")  # returns: the failure is recorded, not looped on
-    assert chat.error == ObserverError("an observer raised: RuntimeError: bad observer")
+    line = broken.__code__.co_firstlineno + 2  # where it raised
+    assert chat.error == ObserverError(
+        "an observer raised: RuntimeError: bad observer (in test_R_F1_R_I2_an_observer_that_"
+        f"always_raises_is_reported_once_per_change.<locals>.broken, test_driver_edges.py:{line})"
+    )
     assert not chat.is_loading  # R-F1: the run it interrupted is not retried
     assert len(calls) == 2  # the change, then the notification of its own failure
     driver.run_until_idle()

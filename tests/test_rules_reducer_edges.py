@@ -64,7 +64,11 @@ def test_max_tool_rounds_allows_that_many_rounds_then_stops() -> None:
     chat.send("go")
     driver.run_until_idle()
     assert len(driver.requests) == 2  # one round ran, with its follow-up
-    assert isinstance(chat.error, ToolError) and "max_tool_rounds" in str(chat.error)
+    assert chat.error == ToolError(
+        "the endpoint asked for local tools 2 times in one interaction (max_tool_rounds=1); "
+        "stopped. If the agent needs more rounds, raise Options.max_tool_rounds; if it "
+        "repeats a call, look at that tool's results"
+    )
     assert not chat.is_loading
 
 
