@@ -265,8 +265,9 @@ class Resource:
 def _observer_failure(observer: object, exc: BaseException) -> str:
     """The exception, which observer raised it and where: the state keeps no traceback."""
     name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f", {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    # The first frame is the call in _notify; the next is the observer's own line.
+    frames = traceback.extract_tb(exc.__traceback__)[1:2]
+    where = f", {os.path.basename(frames[0].filename)}:{frames[0].lineno}" if frames else ""
     return f"{type(exc).__name__}: {exc} (in {name}{where})"
 
 

@@ -76,6 +76,11 @@ class ToolShape:
     def of(cls, fn: LocalTool) -> ToolShape:
         call = type(fn).__call__  # an object whose __call__ is async counts too
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+        try:  # an async function behind a functools.wraps decorator: its wrapper returns
+            inner = inspect.unwrap(fn)  # the coroutine, awaited as an async tool's result
+        except ValueError:  # a __wrapped__ cycle
+            inner = fn
+        is_async = is_async or inspect.iscoroutinefunction(inner)
         return cls(fn, is_async, _takes_two_arguments(fn))
 
 

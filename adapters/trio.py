@@ -112,6 +112,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         self._clock = clock
         self._tg: TaskGroup | None = None
         self._entered = False
+        self._closing = False  # leaving the block: nothing new may start
         self._wall_start = 0.0
         self._loop_start = 0.0
         self._loop_time: Callable[[], float] = anyio.current_time
@@ -145,6 +146,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         state says what happened (R-F4/R-F5 as for ``stop()``) instead of loading forever.
         """
         assert self._tg is not None
+        # From here an observer woken by the stops below cannot start new work, nor
+        # create a resource the loop below would miss: it would be left loading.
+        self._closing = True
         resources = list(self._resources)
         for r in resources:
             if r.is_loading:
@@ -152,11 +156,12 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         tg, self._tg = self._tg, None
         for r in resources:
             r._books.cancel_all()
+            r._wake()  # a wait in another task raises now, not at its timeout
         tg.cancel_scope.cancel()
         try:
             return await tg.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
-            if exc is not None and group.exceptions == (exc,):
+            if exc is not None and _only(group, exc):
                 return None  # the block's own exception, not grouped: let it pass as raised
             raise
 
@@ -176,6 +181,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         state: Any,
     ) -> AsyncResource:
         self._require_running()
+        self._refuse_when_closing("a new resource")
         if options.id_prefix is None:
             # Ids unique across runtimes: a saved batch id never names a new batch (R-I1).
             options = attrs.evolve(options, id_prefix=f"interlude-{secrets.token_hex(4)}")
@@ -231,6 +237,13 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                 "`async with TrioDriver(transport) as driver:`"
             )
         return self._tg
+
+    def _refuse_when_closing(self, what: str) -> None:
+        if self._closing:
+            raise RuntimeError(
+                f"the TrioDriver is closing (its `async with` block is ending): {what} "
+                "would start work nothing is left to carry out"
+            )
 
     def _spawn(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
         self._require_running().start_soon(fn, *args, name=f"interlude {name}")
@@ -379,9 +392,13 @@ class AsyncResource(Resource):
         self.subscribe(self._count_change)
 
     def apply(self, input: i.Input, *, now: float | None = None) -> Transition:
-        """Step the reducer; refused (state unchanged) once the driver has stopped."""
-        if self._async_driver._tg is None:
-            self._async_driver._require_running()  # raises, saying what to do
+        """Step the reducer; refused (state unchanged) once the driver has stopped, and
+        for an intent that may start a run once it has begun to close."""
+        driver = self._async_driver
+        if driver._tg is None:
+            driver._require_running()  # raises, saying what to do
+        if driver._closing and isinstance(input, _STARTING_INTENTS):
+            driver._refuse_when_closing(type(input).__name__)
         return super().apply(input, now=now)
 
     async def wait_idle(self, timeout: float = 30) -> None:
@@ -414,6 +431,10 @@ class AsyncResource(Resource):
 
     def _count_change(self, _: Resource) -> None:
         self._changes += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        """Let every wait re-check its condition (and whether the driver still runs)."""
         event, self._changed = self._changed, None
         if event is not None:
             event.set()
@@ -440,6 +461,23 @@ class AsyncResource(Resource):
 
 AsyncDriver = TrioDriver
 """The same driver under a name that does not suggest trio only: it runs on asyncio too."""
+
+_STARTING_INTENTS = (i.Send, i.SetMessages, i.Reload, i.Resume, i.SetThreadId, i.SetInput)
+"""The intents refused while the driver closes: those that may start a run."""
+
+
+def _only(group: BaseExceptionGroup[Any], exc: BaseException) -> bool:
+    """Whether ``group`` holds just ``exc`` (trio re-groups a group it is given)."""
+    if group.exceptions == (exc,):
+        return True
+    (inner, *more) = group.exceptions
+    return (
+        not more
+        and isinstance(exc, BaseExceptionGroup)
+        and isinstance(inner, BaseExceptionGroup)
+        and inner.message == exc.message
+        and inner.exceptions == exc.exceptions
+    )
 
 
 async def _one_by_one(frames: AsyncIterator[str]) -> AsyncIterator[list[str]]:

@@ -8,6 +8,7 @@ clock would leap to the next deadline (the test's own ``fail_after``).
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import threading
@@ -33,7 +34,7 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.resource import Resource
 from interlude.adapters.trio import AsyncResource, ToolSignal, TrioDriver
-from interlude.core.errors import BatchExpiredError, TransportError
+from interlude.core.errors import BatchExpiredError, ObserverError, TransportError
 from interlude.core.json import MAX_INT_DIGITS, FrozenDict, freeze
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.wire.codec import decode_run_input
@@ -857,3 +858,115 @@ def test_waits_time_out_with_a_clear_message() -> None:
                 assert trio.current_time() == pytest.approx(9.0)
 
     run_mock(main)
+
+
+# -- leaving the block: nothing new starts, nothing waits on --------------------------
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize(
+    ("action", "refused"), [("send", "Send would start work"), ("chat", "a new resource")]
+)
+def test_an_observer_cannot_start_work_while_the_driver_closes(
+    backend: str, action: str, refused: str
+) -> None:
+    """Leaving the block stops each loading resource, and that stop notifies observers.
+    One that sent again (or made a new resource and sent) left a resource loading
+    forever after the driver closed, or made the block's exit raise."""
+
+    def hang(req: Request) -> list[Any]:
+        return [started(req), Hang()]
+
+    transport = ScriptedTransport(hang, hang)
+    tried: list[bool] = []
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+
+                def restart(r: Resource) -> None:
+                    if not r.is_loading and not tried:
+                        tried.append(True)
+                        (driver.chat() if action == "chat" else r).send("again")
+
+                chat.subscribe(restart)
+                chat.send("hello")
+                await until(lambda: len(transport.requests) == 1)
+            assert tried and not chat.is_loading and len(transport.requests) == 1
+            assert isinstance(chat.error, ObserverError)
+            assert f"the TrioDriver is closing (its `async with` block is ending): {refused}" in (
+                chat.error.message
+            )
+
+    anyio.run(main, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_a_wait_in_another_task_ends_when_the_driver_closes(backend: str) -> None:
+    """Not at its timeout: the driver wakes every wait as it closes, so each raises."""
+    outcomes: list[tuple[str, float]] = []
+
+    async def main() -> None:
+        async def wait(name: str, waiting: Callable[[], Awaitable[Any]]) -> None:
+            start = anyio.current_time()
+            with pytest.raises(RuntimeError, match="its TrioDriver has stopped"):
+                await waiting()
+            outcomes.append((name, anyio.current_time() - start))
+
+        # The waits run in a task group outside the driver's block, and outlive it.
+        async with anyio.create_task_group() as outside, TrioDriver(ScriptedTransport()) as driver:
+            chat = driver.chat()  # idle: never ran, nothing will change it
+            outside.start_soon(wait, "batch", lambda: chat.wait_for_batch(timeout=30))
+            outside.start_soon(wait, "change", lambda: chat.next_change(timeout=30))
+            await anyio.sleep(0.05)
+
+    anyio.run(main, backend=backend)
+    assert sorted(name for name, _ in outcomes) == ["batch", "change"]
+    assert all(seconds < 5 for _, seconds in outcomes)
+
+
+def test_the_blocks_own_exception_group_passes_through_as_raised() -> None:
+    """trio re-groups a group the block raises; the driver must not wrap it once more."""
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport()):
+            raise ExceptionGroup("mine", [ValueError("v")])
+
+    with pytest.raises(ExceptionGroup) as caught:
+        trio.run(main)
+    assert caught.value.message == "mine"
+    assert [type(e) for e in caught.value.exceptions] == [ValueError]
+
+
+def test_an_async_tool_behind_a_wraps_decorator_is_awaited() -> None:
+    """functools.wraps hides the coroutine function: the tool used to run in a thread and
+    fail with an error about anyio's internals."""
+
+    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any) -> Any:
+            return fn(*args)
+
+        return wrapper
+
+    @logged
+    async def lookup(args: Any) -> int:
+        await anyio.sleep(0)
+        return 42
+
+    def answer(req: Request) -> list[Any]:
+        if any(m["role"] == "tool" for m in req.json["messages"]):
+            return [started(req), finished(req)]
+        return [started(req), tool_call("c1", "lookup", {}), finished(req)]
+
+    async def main() -> None:
+        with trio.fail_after(5):
+            async with TrioDriver(ScriptedTransport(answer, answer)) as driver:
+                chat = driver.chat(local_tools={"lookup": lookup})
+                chat.send("go")
+                await chat.wait_idle()
+                assert chat.error is None
+                assert [m.content for m in chat.messages if m.role == "tool"] == ["42"]
+
+    trio.run(main)
