@@ -20,7 +20,10 @@ worker threads and only their results come back to the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import secrets
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -28,7 +31,6 @@ from types import TracebackType
 from typing import Any, Protocol, Self, assert_never
 
 import anyio
-import anyio.to_thread
 import attrs
 import trio
 from anyio.abc import TaskGroup
@@ -355,10 +357,47 @@ async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> 
         if tool.is_async:
             value = await tool.fn(*args)
         else:
-            value = await anyio.to_thread.run_sync(tool.fn, *args, abandon_on_cancel=True)
+            value = await _in_own_thread(tool.fn, *args, name=f"interlude tool {c.name}")
+            if inspect.isawaitable(value):  # an async function behind some wrapper
+                value = await value
     except Exception as exc:  # the tool's failure becomes a tool message; cancellation passes
         return i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}")
     return i.ToolFinished(c.task, value=value)
+
+
+async def _in_own_thread(fn: Callable[..., Any], *args: Any, name: str) -> Any:
+    """``fn(*args)`` in a daemon thread of its own; cancelling the wait abandons it.
+
+    Not anyio's worker pool: a tool that ignores its signal keeps its thread, and on
+    trio 40 such threads would hold the pool's every token, so no sync tool would run
+    again; on asyncio the pool's threads also hold the interpreter's exit.
+    """
+    call_soon = _call_soon_threadsafe()
+    done = anyio.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the loop, which raises it in the caller
+            outcome.append((False, exc))
+        with contextlib.suppress(RuntimeError):  # the loop has ended: nobody waits any more
+            call_soon(done.set)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    await done.wait()
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
+
+
+def _call_soon_threadsafe() -> Callable[[Callable[[], object]], object]:
+    """How a thread schedules a call on the running loop (trio's or asyncio's)."""
+    try:
+        return trio.lowlevel.current_trio_token().run_sync_soon
+    except RuntimeError:
+        return asyncio.get_running_loop().call_soon_threadsafe
 
 
 async def _aclose(frames: AsyncIterator[Any]) -> None:

@@ -970,3 +970,71 @@ def test_an_async_tool_behind_a_wraps_decorator_is_awaited() -> None:
                 assert [m.content for m in chat.messages if m.role == "tool"] == ["42"]
 
     trio.run(main)
+
+
+def test_sync_tools_abandoned_by_stop_do_not_use_up_the_threads_for_later_ones() -> None:
+    """A sync tool that ignores its signal is abandoned by stop(). In anyio's worker pool
+    each kept one of trio's 40 thread tokens, so after 40 no sync tool ever ran again."""
+    release = threading.Event()
+    stuck_calls: list[int] = []
+
+    def stuck(args: Any) -> str:
+        stuck_calls.append(1)
+        release.wait(30)
+        return "late"
+
+    def quick(args: Any) -> str:
+        return "ok"
+
+    def answer(req: Request) -> list[Any]:
+        last = req.json["messages"][-1]
+        if last["role"] == "tool":
+            return [started(req), finished(req)]
+        return [started(req), tool_call(f"c{len(stuck_calls)}", last["content"], {}), finished(req)]
+
+    rounds = 41
+
+    async def main() -> None:
+        with trio.fail_after(30):
+            async with TrioDriver(ScriptedTransport(*[answer] * (rounds + 2))) as driver:
+                chat = driver.chat(local_tools={"stuck": stuck, "quick": quick})
+                for n in range(rounds):
+                    chat.send("stuck")
+                    await until(lambda n=n: len(stuck_calls) == n + 1)
+                    chat.stop()
+                chat.send("quick")
+                await chat.wait_idle(timeout=10)
+                assert chat.error is None
+                assert [m.content for m in chat.messages if m.role == "tool"][-1] == "ok"
+
+    try:
+        trio.run(main)
+    finally:
+        release.set()
+
+
+def test_a_sync_tool_that_returns_a_coroutine_has_it_awaited() -> None:
+    """A wrapper without functools.wraps hides an async tool: its coroutine is awaited
+    on the loop, not reported as a value with no JSON form (and never awaited)."""
+
+    async def lookup() -> int:
+        await anyio.sleep(0)
+        return 7
+
+    def wrapper(args: Any) -> Any:
+        return lookup()
+
+    def answer(req: Request) -> list[Any]:
+        if any(m["role"] == "tool" for m in req.json["messages"]):
+            return [started(req), finished(req)]
+        return [started(req), tool_call("c1", "lookup", {}), finished(req)]
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(ScriptedTransport(answer, answer)) as driver:
+                chat = driver.chat(local_tools={"lookup": wrapper})
+                chat.send("go")
+                await chat.wait_idle()
+                assert [m.content for m in chat.messages if m.role == "tool"] == ["7"]
+
+    trio.run(main)
