@@ -14,7 +14,7 @@ from .errors import UsageError
 from .json import JSON, as_object
 from .wire.run_input import Context, Tool
 
-__all__ = ["ExpiryPolicy", "Options", "ResourceKind", "RetryPolicy"]
+__all__ = ["MAX_WAIT", "ExpiryPolicy", "Options", "ResourceKind", "RetryPolicy"]
 
 ResourceKind = Literal["chat", "completion"]
 
@@ -141,6 +141,11 @@ def _splitmix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
+MAX_WAIT = float(2**31)
+"""The longest wait the reducer ever sets, in seconds (68 years): a timer's due time
+stays finite however large the policy's delays or an endpoint's ``Retry-After``."""
+
+
 @attrs.frozen(kw_only=True)
 class RetryPolicy:
     """Retries of one logical run before its acknowledgement (R-F1).
@@ -169,11 +174,11 @@ class RetryPolicy:
         try:
             grown = self.base_delay * self.multiplier ** (failed_attempt - 1)
         except OverflowError:  # a float power past 1e308 raises rather than give inf
-            grown = math.inf
+            grown = math.inf if self.base_delay else 0.0
         base = min(self.max_delay, grown)
         seed = self.jitter_seed if self.jitter_seed is not None else zlib.crc32(id_prefix.encode())
         unit = _splitmix64(seed * 1_000_003 + draw) / 2**64  # in [0, 1)
-        return base * (1.0 + self.jitter * (2.0 * unit - 1.0))
+        return min(base * (1.0 + self.jitter * (2.0 * unit - 1.0)), MAX_WAIT)
 
 
 @attrs.frozen(kw_only=True)

@@ -53,7 +53,7 @@ from .inputs import (
     ToolFinished,
 )
 from .json import JSON, NotJSONError, freeze
-from .options import Options
+from .options import MAX_WAIT, Options
 from .pvec import PVec
 from .state import (
     Attempt,
@@ -412,7 +412,7 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     tx.emit(AbortAttempt(run.attempt.id))
     timer = tx.serial()
     backoff = policy.delay(run.attempts, timer, tx.s.options.id_prefix or "interlude")
-    due = now + max(backoff, asked or 0)  # an endpoint's Retry-After is a lower bound
+    due = now + min(max(backoff, asked or 0), MAX_WAIT)  # Retry-After is a lower bound
     tx.set(run=evolve(run, attempt=None, retry_timer=timer))
     tx.emit(StartTimer(timer, due, "retry"))
 

@@ -16,10 +16,10 @@ import pytest
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started, tool_call
 from interlude.adapters.fake.script import Request
 from interlude.core import AttemptFailed, Configure, Send, SendStarting, initial_state, step
-from interlude.core.commands import StartAttempt
+from interlude.core.commands import StartAttempt, StartTimer
 from interlude.core.errors import RunError, TransportError, UsageError
 from interlude.core.json import FrozenDict
-from interlude.core.options import Options, RetryPolicy
+from interlude.core.options import MAX_WAIT, Options, RetryPolicy
 from interlude.core.wire.run_input import Context, Tool
 
 BAD_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
@@ -178,3 +178,26 @@ def test_a_delay_that_grows_past_any_float_is_capped_not_an_overflow(
     OverflowError in Python, where the delay is simply max_delay."""
     wait = policy.delay(failed_attempt, 1)
     assert policy.max_delay * (1 - policy.jitter) <= wait <= policy.max_delay * (1 + policy.jitter)
+
+
+def test_a_delay_is_never_longer_than_max_wait_nor_made_of_an_overflow() -> None:
+    """A timer's due time must stay finite: max_delay near the float limit, scaled up by
+    the jitter, used to give inf, which no driver can wait for."""
+    huge = RetryPolicy(base_delay=1e308, max_delay=1e308, jitter=1.0)
+    assert all(huge.delay(1, draw) == MAX_WAIT for draw in range(50))
+    # 0 * an overflowing growth is 0: a zero base delay retries at once, every time.
+    assert RetryPolicy(base_delay=0.0, multiplier=1e308, max_attempts=9).delay(5, 1) == 0.0
+
+
+def test_an_endless_retry_after_under_an_endless_limit_waits_max_wait() -> None:
+    """Retry-After: inf (a custom transport may say so) with max_retry_after=inf is
+    honoured as the longest wait, not a timer due at infinity."""
+    policy = RetryPolicy(max_retry_after=math.inf, jitter=0)
+    s = initial_state(Options(retry=policy))
+    t = step(s, Send("hi"), 1000.0)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    s = step(t.state, SendStarting(start.attempt), 1000.0).state
+    failed = TransportError("busy", retryable=True, status=503, retry_after=math.inf)
+    t = step(s, AttemptFailed(start.attempt, failed), 1000.0)
+    (timer,) = [c for c in t.commands if isinstance(c, StartTimer)]
+    assert timer.due == 1000.0 + MAX_WAIT
