@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from collections.abc import Callable
 from typing import Any, Literal, get_args
@@ -174,11 +175,22 @@ class RetryPolicy:
         try:
             grown = self.base_delay * self.multiplier ** (failed_attempt - 1)
         except OverflowError:  # a float power past 1e308 raises rather than give inf
-            grown = math.inf if self.base_delay else 0.0
+            grown = _grown_by_logs(self.base_delay, self.multiplier, failed_attempt - 1)
         base = min(self.max_delay, grown)
         seed = self.jitter_seed if self.jitter_seed is not None else zlib.crc32(id_prefix.encode())
         unit = _splitmix64(seed * 1_000_003 + draw) / 2**64  # in [0, 1)
         return min(base * (1.0 + self.jitter * (2.0 * unit - 1.0)), MAX_WAIT)
+
+
+def _grown_by_logs(base: float, multiplier: float, times: int) -> float:
+    """``base * multiplier**times`` when the power alone is past the float range."""
+    if base == 0:
+        return 0.0
+    log = math.log(base) + times * math.log(multiplier)
+    return math.exp(log) if log < _LOG_MAX else math.inf
+
+
+_LOG_MAX = math.log(sys.float_info.max)
 
 
 @attrs.frozen(kw_only=True)

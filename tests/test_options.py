@@ -187,6 +187,9 @@ def test_a_delay_is_never_longer_than_max_wait_nor_made_of_an_overflow() -> None
     assert all(huge.delay(1, draw) == MAX_WAIT for draw in range(50))
     # 0 * an overflowing growth is 0: a zero base delay retries at once, every time.
     assert RetryPolicy(base_delay=0.0, multiplier=1e308, max_attempts=9).delay(5, 1) == 0.0
+    # A tiny base times a power past the float range is still the formula's value.
+    tiny = RetryPolicy(base_delay=1e-300, multiplier=10.0, max_delay=1e10, jitter=0)
+    assert tiny.delay(310, 0) == pytest.approx(1e9)
 
 
 def test_an_endless_retry_after_under_an_endless_limit_waits_max_wait() -> None:
