@@ -34,7 +34,7 @@ from .cli_console import Console
 from .cli_log import LoggingTransport
 from .cli_script import Script, ScriptError
 from .cli_session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Session
-from .httpx import HttpxTransport, checked_headers, endpoint_url
+from .httpx import HttpxTransport, checked_headers, endpoint_url, redacted
 from .trio import Transport, TrioDriver
 
 __all__ = ["ChatConfig", "build_parser", "get_local_time", "main", "run", "run_chat"]
@@ -148,10 +148,11 @@ def _discard_stdout() -> None:
 def _config(top: argparse.ArgumentParser, args: argparse.Namespace) -> ChatConfig:
     parser: argparse.ArgumentParser = getattr(args, "parser", top)
     headers: dict[str, str] = {}
-    for raw in args.header:
+    for n, raw in enumerate(args.header, 1):
         name, colon, value = raw.partition(":")
         if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
-            parser.error(f"--header {raw!r}: write it as 'Name: value'")
+            # Not quoted: a header given wrongly may still hold a credential.
+            parser.error(f"--header number {n} is not written as 'Name: value'")
         headers[name.strip()] = value.strip()
     try:
         checked_headers(headers)
@@ -249,7 +250,8 @@ async def _on_ctrl_c(signals: AsyncIterator[int], session: Session) -> None:
 
 
 def _banner(config: ChatConfig, url: str) -> str:
-    where = f"{url} (the embedded reference agent)" if config.url is None else url
+    shown = redacted(url)  # the screen may be shared or recorded: no credentials
+    where = f"{shown} (the embedded reference agent)" if config.url is None else shown
     lines = [f"interlude chat: talking to {where}"]
     if config.banner:
         lines.append(config.banner)

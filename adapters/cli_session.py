@@ -77,6 +77,8 @@ def describe_error(error: InterludeError) -> list[str]:
             lines.append(f"  the response said: {_one_line(error.body)}")
         lines.append("  " + _transport_advice(error.status))
     elif isinstance(error, ProtocolError):
+        if error.body:
+            lines.append(f"  the response said: {_one_line(error.body)}")
         lines.append(
             "  the endpoint does not follow AG-UI 1.0 here: is the URL an AG-UI agent endpoint?"
         )

@@ -25,10 +25,16 @@ from interlude.core.errors import ProtocolError, TransportError, UsageError
 from .inflate import CorruptBody, Inflater, coding_of
 from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
 
-__all__ = ["ERROR_BODY_LIMIT", "HttpxTransport", "checked_headers", "endpoint_url", "retry_after"]
+__all__ = [
+    "ERROR_BODY_LIMIT",
+    "HttpxTransport",
+    "checked_headers",
+    "endpoint_url",
+    "redacted",
+    "retry_after",
+]
 
 ERROR_BODY_LIMIT = 4096
-_EXCERPT = 300  # characters of an unexpected 2xx body quoted in the error
 _LONGEST_WAIT = 2**31  # seconds: a longer Retry-After reads as this (RFC 9111 caps ages so)
 """Bytes of a non-2xx answer's body kept in the ``TransportError``: enough to explain."""
 
@@ -80,7 +86,7 @@ class HttpxTransport:
                 f"not a {type(client).__name__}"
             )
         # Error messages name the endpoint without credentials or query (tokens live there).
-        self._where = str(self.url.copy_with(userinfo=b"", query=None, fragment=None))
+        self._where = redacted(self.url)
         self._headers = checked_headers(headers)
         self._headers["Content-Type"] = "application/json"
         self._headers["Accept"] = "text/event-stream"
@@ -178,14 +184,15 @@ class HttpxTransport:
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
                 what = f"content type {content_type!r}" if content_type else "no content type"
-                # What the endpoint said instead (often an error object) is the clue.
-                said = " ".join((await self._error_body(response, chunks, inflater)).split())
-                if len(said) > _EXCERPT:
-                    said = said[:_EXCERPT] + "..."
+                # What the endpoint said instead (often an error object) is the clue; it
+                # goes in .body, not the message, which is logged: it may echo credentials.
+                said = await self._error_body(response, chunks, inflater)
+                kept = "; its body is in the error's .body" if said else ""
                 raise ProtocolError(
                     f"{self._where} answered HTTP {response.status_code} with {what}, "
-                    f"not text/event-stream" + (f"; its body begins: {said}" if said else ""),
+                    f"not text/event-stream{kept}",
                     retryable=False,
+                    body=said or None,
                 )
             parser = SSEParser(max_frame_bytes=self._max_frame_bytes)
             while (chunk := await self._next_chunk(chunks)) is not None:
@@ -323,6 +330,7 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (RFC 9110 token)."""
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#@]*@")
 
 
 def _inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
@@ -414,10 +422,30 @@ def endpoint_url(url: object) -> httpx.URL:
             problem = "it has no host"
     if problem is None:
         return parsed
+    shown = redacted(url) if isinstance(url, str) else repr(url)
     hint = ""
     if isinstance(url, str) and "://" not in url and " " not in url and url[:1].isalnum():
-        hint = f" (did you mean 'http://{url}'?)"
-    raise UsageError(f"{url!r} is not an endpoint URL: {problem}{hint}")
+        hint = f" (did you mean 'http://{shown}'?)"
+    raise UsageError(f"{shown!r} is not an endpoint URL: {problem}{hint}")
+
+
+def _kind(value: object) -> str:
+    """What ``value`` is, without quoting it (it may be a credential)."""
+    if isinstance(value, str):
+        return "text with a character HTTP does not allow" if value else "empty text"
+    return f"a value of type {type(value).__name__}"
+
+
+def redacted(url: str | httpx.URL) -> str:
+    """``url`` as error messages show it: without credentials, query or fragment, where
+    tokens live. Works on text that does not parse as a URL too."""
+    if isinstance(url, httpx.URL):
+        return str(url.copy_with(userinfo=b"", query=None, fragment=None))
+    text = _USERINFO.sub(lambda m: m.group(1) or "", url)
+    for mark in "?#":
+        head, found, _ = text.partition(mark)
+        text = head + ("?..." if found else "")
+    return text
 
 
 def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
@@ -427,12 +455,24 @@ def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
             f"headers takes a mapping of names to values, such as "
             f"{{'Authorization': 'Bearer ...'}}; not a {type(headers).__name__}"
         )
+    # Neither a value nor a whole bad name is quoted: a credential may be either.
     for name, value in (headers or {}).items():
         if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            raise UsageError(f"{name!r} is not an HTTP header name")
-        if not isinstance(value, str) or not value.isascii() or any(c in value for c in "\r\n\0"):
+            valid = _TOKEN.match(name) if isinstance(name, str) else None
             raise UsageError(
-                f"the value of header {name!r} must be ASCII text on one "
-                f"line, not {value!r} (encode other text, for example as RFC 8187 or base64)"
+                "a header name must be an HTTP token (letters, digits, -): "
+                + (f"the one beginning {valid.group()!r} is not" if valid else f"not {_kind(name)}")
+            )
+        if not isinstance(value, str) or not value.isascii() or any(c in value for c in "\r\n\0"):
+            what = (
+                _kind(value)
+                if not isinstance(value, str)
+                else "a line break or NUL"
+                if any(c in value for c in "\r\n\0")
+                else "a character that is not ASCII"
+            )
+            raise UsageError(
+                f"the value of header {name!r} must be ASCII text on one line; it holds "
+                f"{what} (encode other text, for example as RFC 8187 or base64)"
             )
     return httpx.Headers(headers)

@@ -118,12 +118,15 @@ class StateLockedError(InterludeError):
 class ProtocolError(InterludeError):
     """The endpoint broke AG-UI (malformed event, outcome, snapshot or patch)."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, body: str | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.body = body
+        """The start of an answer that was not an event stream (kept out of the message:
+        a server may echo the request, credentials included)."""
 
     def _fields(self) -> tuple[Any, ...]:
-        return (self.message, self.retryable)
+        return (self.message, self.retryable, self.body)
 
 
 class TransportError(InterludeError):

@@ -388,6 +388,26 @@ def test_bad_arguments_are_usage_errors() -> None:
 
 
 @pytest.mark.parametrize(
+    ("args", "code", "shown"),
+    [
+        (["--header", "Authorization Bearer SECRET"], 2, "--header number 1 is not written"),
+        (["--header", "Authorization: Bearer SECRET\u00e9"], 2, "header 'Authorization'"),
+        (["ftp://user:SECRET@example.com/agent?token=SECRET"], 2, "'ftp://example.com/agent?..."),
+        # stdin is empty, so the session ends at once: the banner is what is checked.
+        (["http://user:SECRET@127.0.0.1:1/agent?token=SECRET"], 0, "http://127.0.0.1:1/agent"),
+    ],
+    ids=["header without colon", "header not ASCII", "bad url", "banner"],
+)
+def test_the_cli_never_prints_a_credential(args: list[str], code: int, shown: str) -> None:
+    """Its output is seen on shared screens and in CI logs: the banner and every error
+    name the endpoint without userinfo or query, and never quote a header's value."""
+    done = run_cli(*args)
+    assert done.returncode == code
+    assert shown in done.stdout + done.stderr
+    assert "SECRET" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
     ("args", "says"),
     [
         (["--thread", ""], "--thread: give a non-empty thread id"),
