@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+import pytest
 import trio
 
 from interlude.adapters.fake import (
@@ -20,7 +22,7 @@ from interlude.adapters.fake import (
     tool_call,
 )
 from interlude.adapters.tools import ToolSignal
-from interlude.core.errors import ObserverError, TransportError
+from interlude.core.errors import ObserverError, TransportError, UsageError
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.reducer import MAX_WARNINGS
 
@@ -186,3 +188,32 @@ def test_R_J5_warnings_keep_only_the_newest() -> None:
         driver.run_until_idle()
     assert len(chat.warnings) == MAX_WARNINGS
     assert driver.requests[-1].run_id in chat.warnings[-1]
+
+
+@pytest.mark.parametrize("loop", ["trio", "asyncio"])
+def test_an_async_tool_runs_on_the_loop_the_fake_driver_is_told(loop: str) -> None:
+    """Tools written for an asyncio app await asyncio's primitives: under a trio loop
+    they failed as a tool message about trio's yield protocol, and error stayed None."""
+
+    async def lookup(args: Any) -> str:
+        if loop == "asyncio":
+            await asyncio.sleep(0)
+        else:
+            await trio.sleep(0)
+        return "found"
+
+    def answer(req: Request) -> Any:
+        if any(m["role"] == "tool" for m in req.json["messages"]):
+            return reply(started(req), finished(req))
+        return reply(started(req), *tool_call("c1", "lookup", {}), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer), tool_loop=loop)  # type: ignore[arg-type]
+    chat = driver.chat(local_tools={"lookup": lookup})
+    chat.send("go")
+    driver.run_until_idle()
+    assert [m.content for m in chat.messages if m.role == "tool"] == ["found"]
+
+
+def test_the_fake_drivers_tool_loop_is_checked() -> None:
+    with pytest.raises(UsageError, match="tool_loop is 'trio' or 'asyncio', not 'curio'"):
+        FakeDriver(tool_loop="curio")  # type: ignore[arg-type]

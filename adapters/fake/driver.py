@@ -21,11 +21,13 @@ moves the fake clock and fires the timers that fall due, in order.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
+import inspect
 import json
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, get_args
 
 import attrs
 import trio
@@ -40,6 +42,7 @@ from interlude.core.commands import (
     StartAttempt,
     StartTimer,
 )
+from interlude.core.errors import UsageError
 from interlude.core.json import thaw
 from interlude.core.options import Options
 from interlude.core.wire.codec import WireError, dumps, encode_event, encode_request
@@ -49,10 +52,13 @@ from ..resource import Resource, ResourceFactory, unwritable_request
 from ..tools import LocalTool, ToolShape, ToolSignal
 from .script import Reply, Request
 
-__all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction"]
+__all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction", "ToolLoop"]
 
 FAKE_EPOCH = 1_798_761_600.0
 """2027-01-01T00:00:00Z: where every fake clock starts, so tests are repeatable."""
+
+ToolLoop = Literal["trio", "asyncio"]
+"""The event loops the fake driver can run an async local tool on."""
 
 ToolFunction = LocalTool
 """A local tool, as for the TrioDriver: ``fn(arguments)`` or ``fn(arguments, signal)``,
@@ -131,8 +137,14 @@ class FakeDriver(ResourceFactory[Resource]):
         *,
         clock: FakeClock | None = None,
         resource_class: type[Resource] = Resource,
+        tool_loop: ToolLoop = "trio",
     ) -> None:
-        """``resource_class`` lets wrappers and tests use a subclass of Resource."""
+        """``resource_class`` lets wrappers and tests use a subclass of Resource.
+        ``tool_loop``: the event loop an async local tool runs to its end on, inside
+        a step: ``"trio"``, or ``"asyncio"`` for tools that use asyncio's libraries."""
+        if tool_loop not in get_args(ToolLoop):
+            raise UsageError(f"FakeDriver: tool_loop is 'trio' or 'asyncio', not {tool_loop!r}")
+        self._tool_loop = tool_loop
         self.agent = agent if agent is not None else ScriptedAgent()
         self.resource_class = resource_class
         self.clock = clock if clock is not None else FakeClock()
@@ -319,14 +331,22 @@ class FakeDriver(ResourceFactory[Resource]):
             if tool is None:
                 raise LookupError(f"no function was registered for local tool {c.name!r}")
             # The same shapes as the TrioDriver's: fn(arguments) or fn(arguments, signal);
-            # an async tool runs to its end on a trio loop of its own, inside this step.
+            # an async tool runs to its end on a loop of its own, inside this step.
             args = tool.arguments(thaw(c.arguments), ToolSignal())
-            value = trio.run(tool.fn, *args) if tool.is_async else tool.fn(*args)
+            value = tool.fn(*args)
+            if inspect.isawaitable(value):  # an async tool, or one behind a wrapper
+                value = self._run_to_end(value)
         except Exception as exc:  # the tool's failure becomes a tool message
             resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
         else:
             resource.apply(i.ToolFinished(c.task, value=value))
         return True
+
+    def _run_to_end(self, awaitable: Awaitable[Any]) -> Any:
+        async def wait() -> Any:
+            return await awaitable
+
+        return asyncio.run(wait()) if self._tool_loop == "asyncio" else trio.run(wait)
 
 
 def _frame_data(item: Any) -> str:
