@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .errors import ResumeProblem
 from .json import FrozenDict, NotJSONError, as_object, freeze
 from .state import Batch
 from .wire.run_input import ABSENT, ResumeEntry
@@ -33,11 +34,11 @@ def _fields(raw: object) -> dict[str, Any] | None:
 
 def check_entries(
     batch: Batch, raw_entries: object
-) -> tuple[tuple[ResumeEntry, ...], tuple[str, ...]]:
+) -> tuple[tuple[ResumeEntry, ...], tuple[ResumeProblem, ...]]:
     """The entries, frozen and in the submitted order, and every problem found."""
     if isinstance(raw_entries, str | bytes | Mapping) or not isinstance(raw_entries, Sequence):
-        return (), ("entries must be a list with one entry per interrupt",)
-    problems: list[str] = []
+        return (), (ResumeProblem("entries must be a list with one entry per interrupt"),)
+    problems: list[ResumeProblem] = []
     entries: list[ResumeEntry] = []
     wanted = [i.id for i in batch.interrupts]
     known = set(wanted)  # a batch from the network may hold many: no list scans
@@ -45,58 +46,71 @@ def check_entries(
     for pos, raw in enumerate(raw_entries):
         fields = _fields(raw)
         if fields is None:
-            problems.append(f"entry {pos} is a {type(raw).__name__}, not a mapping")
+            problems.append(
+                ResumeProblem(f"entry {pos} is a {type(raw).__name__}, not a mapping", entry=pos)
+            )
             continue
+        iid = fields.get("interrupt_id", fields.get("interruptId"))
+        # Placed at the interrupt the entry answers, when it names one of this batch.
+        at = iid if type(iid) is str and iid in known else None
         unknown = sorted((k for k in fields if k not in _KEYS), key=repr)  # keys of any type
         if unknown:
-            problems.append(f"entry {pos} has unknown keys {unknown}")
-        iid = fields.get("interrupt_id", fields.get("interruptId"))
+            problems.append(ResumeProblem(f"entry {pos} has unknown keys {unknown}", at, pos))
         other = fields.get("interruptId", iid)
         if "interrupt_id" in fields and other is not iid and other != iid:  # NaN is not NaN
             problems.append(
-                f"entry {pos} gives interrupt_id {iid!r} and interruptId {other!r}; give one"
+                ResumeProblem(
+                    f"entry {pos} gives interrupt_id {iid!r} and interruptId {other!r}; give one",
+                    at,
+                    pos,
+                )
             )
             continue
         if not isinstance(iid, str):
-            problems.append(f"entry {pos} has no string interrupt_id")
+            problems.append(ResumeProblem(f"entry {pos} has no string interrupt_id", entry=pos))
             continue
         label = f"entry for {iid!r}"
         if iid in seen:
-            problems.append(f"{label} is a duplicate")
+            problems.append(ResumeProblem(f"{label} is a duplicate", at, pos))
             continue
         seen.add(iid)
         if iid not in known:
-            problems.append(f"{label} names no interrupt of this batch")
+            problems.append(ResumeProblem(f"{label} names no interrupt of this batch", entry=pos))
             continue
-        status = fields.get("status")
-        if status not in ("resolved", "cancelled"):
-            problems.append(f"{label} has a status other than 'resolved' or 'cancelled'")
-            continue
-        payload: Any = ABSENT
-        if "payload" in fields:
-            if status == "cancelled":
-                problems.append(f"{label} is cancelled and must not carry a payload")
-                continue
-            try:
-                payload = freeze(fields["payload"])
-            except NotJSONError as exc:
-                problems.append(f"{label} has a payload that is not JSON ({exc.reason})")
-                continue
-        metadata: FrozenDict | None = None
-        if fields.get("metadata") is not None:
-            try:
-                frozen = freeze(fields["metadata"])
-            except NotJSONError as exc:
-                problems.append(f"{label} has metadata that is not JSON ({exc.reason})")
-                continue
-            metadata = as_object(frozen)
-            if metadata is None:
-                problems.append(f"{label} has metadata that is not a JSON object")
-                continue
-        entries.append(
-            ResumeEntry(interrupt_id=iid, status=status, payload=payload, metadata=metadata)
-        )
-    missing = [i for i in wanted if i not in seen]
-    if missing:
-        problems.append(f"no entry for {', '.join(repr(m) for m in missing)}")
+
+        checked = _entry(iid, pos, fields)
+        if isinstance(checked, ResumeProblem):
+            problems.append(checked)
+        else:
+            entries.append(checked)
+    problems += (ResumeProblem(f"no entry for {m!r}", m) for m in wanted if m not in seen)
     return tuple(entries), tuple(problems)
+
+
+def _entry(iid: str, pos: int, fields: dict[str, Any]) -> ResumeEntry | ResumeProblem:
+    """The entry for interrupt ``iid`` of the batch, frozen, or what is wrong with it."""
+
+    def problem(message: str) -> ResumeProblem:
+        return ResumeProblem(f"entry for {iid!r} {message}", iid, pos)
+
+    status = fields.get("status")
+    if status not in ("resolved", "cancelled"):
+        return problem("has a status other than 'resolved' or 'cancelled'")
+    payload: Any = ABSENT
+    if "payload" in fields:
+        if status == "cancelled":
+            return problem("is cancelled and must not carry a payload")
+        try:
+            payload = freeze(fields["payload"])
+        except NotJSONError as exc:
+            return problem(f"has a payload that is not JSON ({exc.reason})")
+    metadata: FrozenDict | None = None
+    if fields.get("metadata") is not None:
+        try:
+            frozen = freeze(fields["metadata"])
+        except NotJSONError as exc:
+            return problem(f"has metadata that is not JSON ({exc.reason})")
+        metadata = as_object(frozen)
+        if metadata is None:
+            return problem("has metadata that is not a JSON object")
+    return ResumeEntry(interrupt_id=iid, status=status, payload=payload, metadata=metadata)

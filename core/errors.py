@@ -12,7 +12,7 @@ equal; that keeps the reducer's determinism checkable.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "BatchClaimedError",
@@ -23,6 +23,7 @@ __all__ = [
     "ObserverError",
     "ProtocolError",
     "RecoveryRequiredError",
+    "ResumeProblem",
     "RunError",
     "StaleBatchError",
     "StateLockedError",
@@ -84,20 +85,39 @@ class BatchExpiredError(InterludeError):
         return (self.message, self.interrupt_ids)
 
 
+class ResumeProblem(NamedTuple):
+    """One thing wrong with the entries of a ``resume``, placed for a form to show."""
+
+    message: str
+    interrupt_id: str | None = None
+    """The interrupt it concerns: one of the batch's, which an entry names or lacks."""
+    entry: int | None = None
+    """The position of the entry in the list given to ``resume``, if one is at fault."""
+
+
 class InvalidResumeError(InterludeError):
     """The entries of a ``resume`` are wrong; ``problems`` lists every one.
 
     Problems name interrupt ids and entry positions, never payload contents.
+    ``details`` holds them as :class:`ResumeProblem`s, so that a form can show each
+    next to its question (:meth:`for_interrupt`).
     """
 
-    def __init__(self, problems: Iterable[str]) -> None:
-        self.problems = tuple(problems)
+    def __init__(self, problems: Iterable[str | ResumeProblem]) -> None:
+        self.details = tuple(
+            p if isinstance(p, ResumeProblem) else ResumeProblem(p) for p in problems
+        )
+        self.problems = tuple(p.message for p in self.details)
         super().__init__(
             "the resume entries were rejected, nothing was sent: " + "; ".join(self.problems)
         )
 
+    def for_interrupt(self, interrupt_id: str) -> tuple[str, ...]:
+        """The problems with the answer to ``interrupt_id`` (empty if it is fine)."""
+        return tuple(p.message for p in self.details if p.interrupt_id == interrupt_id)
+
     def _fields(self) -> tuple[Any, ...]:
-        return (self.problems,)
+        return (self.details,)
 
 
 class InterruptPendingError(InterludeError):

@@ -21,7 +21,7 @@ from interlude.adapters.fake import (
     started,
 )
 from interlude.adapters.resource import Resource
-from interlude.core.errors import InvalidResumeError, UsageError
+from interlude.core.errors import InvalidResumeError, ResumeProblem, UsageError
 from interlude.core.wire.messages import UserMessage
 
 CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
@@ -249,3 +249,28 @@ def test_a_restored_history_never_gets_its_generated_ids_again() -> None:
     again.set_messages(saved)
     again.send("fourth question")
     assert again.messages[-1].id not in used
+
+
+def test_resume_problems_are_placed_at_their_interrupts_for_a_form() -> None:
+    """R-B2: InvalidResumeError.details places each problem at the interrupt (and the
+    entry) it concerns, so a form shows it next to its question, not as a list of text."""
+    _, chat, batch = paused_chat(ask("a"), ask("b"), ask("c"))
+    entries = [
+        {"interrupt_id": "a", "status": "maybe"},
+        {"interruptId": "b", "status": "cancelled", "payload": 1},
+        {"interrupt_id": "zzz", "status": "resolved"},
+        "not a mapping",
+    ]
+    with pytest.raises(InvalidResumeError) as caught:
+        chat.resume(batch.id, entries)
+    error = caught.value
+    assert error.details == (
+        ResumeProblem("entry for 'a' has a status other than 'resolved' or 'cancelled'", "a", 0),
+        ResumeProblem("entry for 'b' is cancelled and must not carry a payload", "b", 1),
+        ResumeProblem("entry for 'zzz' names no interrupt of this batch", None, 2),
+        ResumeProblem("entry 3 is a str, not a mapping", None, 3),
+        ResumeProblem("no entry for 'c'", "c", None),
+    )
+    assert error.problems == tuple(p.message for p in error.details)
+    assert error.for_interrupt("c") == ("no entry for 'c'",)
+    assert error.for_interrupt("a") == (error.problems[0],)
