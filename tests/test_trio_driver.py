@@ -939,21 +939,32 @@ def test_the_blocks_own_exception_group_passes_through_as_raised() -> None:
     assert [type(e) for e in caught.value.exceptions] == [ValueError]
 
 
-def test_an_async_tool_behind_a_wraps_decorator_is_awaited() -> None:
-    """functools.wraps hides the coroutine function: the tool used to run in a thread and
-    fail with an error about anyio's internals."""
+async def _lookup(args: Any = None) -> int:
+    await anyio.sleep(0)
+    return 42
 
-    def logged(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any) -> Any:
-            return fn(*args)
 
-        return wrapper
+def _wrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        return fn(*args)
 
-    @logged
-    async def lookup(args: Any) -> int:
-        await anyio.sleep(0)
-        return 42
+    return wrapper
+
+
+def _returns_its_coroutine(args: Any) -> Any:
+    return _lookup()
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [_wrapped(_lookup), _returns_its_coroutine],
+    ids=["behind functools.wraps", "a sync function returning a coroutine"],
+)
+def test_an_async_tool_hidden_behind_a_wrapper_is_awaited(tool: Callable[..., Any]) -> None:
+    """Behind functools.wraps the tool ran in a thread and failed with an error about
+    anyio's internals; a wrapper without wraps made a tool message saying a coroutine
+    has no JSON form (and never awaited it)."""
 
     def answer(req: Request) -> list[Any]:
         if any(m["role"] == "tool" for m in req.json["messages"]):
@@ -961,9 +972,9 @@ def test_an_async_tool_behind_a_wraps_decorator_is_awaited() -> None:
         return [started(req), tool_call("c1", "lookup", {}), finished(req)]
 
     async def main() -> None:
-        with trio.fail_after(5):
+        with trio.fail_after(10):
             async with TrioDriver(ScriptedTransport(answer, answer)) as driver:
-                chat = driver.chat(local_tools={"lookup": lookup})
+                chat = driver.chat(local_tools={"lookup": tool})
                 chat.send("go")
                 await chat.wait_idle()
                 assert chat.error is None
@@ -1011,30 +1022,3 @@ def test_sync_tools_abandoned_by_stop_do_not_use_up_the_threads_for_later_ones()
         trio.run(main)
     finally:
         release.set()
-
-
-def test_a_sync_tool_that_returns_a_coroutine_has_it_awaited() -> None:
-    """A wrapper without functools.wraps hides an async tool: its coroutine is awaited
-    on the loop, not reported as a value with no JSON form (and never awaited)."""
-
-    async def lookup() -> int:
-        await anyio.sleep(0)
-        return 7
-
-    def wrapper(args: Any) -> Any:
-        return lookup()
-
-    def answer(req: Request) -> list[Any]:
-        if any(m["role"] == "tool" for m in req.json["messages"]):
-            return [started(req), finished(req)]
-        return [started(req), tool_call("c1", "lookup", {}), finished(req)]
-
-    async def main() -> None:
-        with trio.fail_after(10):
-            async with TrioDriver(ScriptedTransport(answer, answer)) as driver:
-                chat = driver.chat(local_tools={"lookup": wrapper})
-                chat.send("go")
-                await chat.wait_idle()
-                assert [m.content for m in chat.messages if m.role == "tool"] == ["7"]
-
-    trio.run(main)
