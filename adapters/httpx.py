@@ -35,8 +35,8 @@ __all__ = [
 ]
 
 ERROR_BODY_LIMIT = 4096
-_LONGEST_WAIT = 2**31  # seconds: a longer Retry-After reads as this (RFC 9111 caps ages so)
 """Bytes of a non-2xx answer's body kept in the ``TransportError``: enough to explain."""
+_LONGEST_WAIT = 2**31  # seconds: a longer Retry-After reads as this (RFC 9111 caps ages so)
 
 _CLEANUP_SECONDS = 5.0  # bound on closing a response, which runs shielded from cancellation
 

@@ -429,7 +429,7 @@ def _gave_up(error: err.InterludeError, why: str) -> err.InterludeError:
             retry_after=error.retry_after,
         )
     if isinstance(error, err.ProtocolError):
-        return err.ProtocolError(message, retryable=error.retryable)
+        return err.ProtocolError(message, retryable=error.retryable, body=error.body)
     return error
 
 

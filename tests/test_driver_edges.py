@@ -217,3 +217,32 @@ def test_an_async_tool_runs_on_the_loop_the_fake_driver_is_told(loop: str) -> No
 def test_the_fake_drivers_tool_loop_is_checked() -> None:
     with pytest.raises(UsageError, match="tool_loop is 'trio' or 'asyncio', not 'curio'"):
         FakeDriver(tool_loop="curio")  # type: ignore[arg-type]
+
+
+def test_the_local_tools_given_are_copied_when_the_resource_is_made() -> None:
+    """A tool added to the caller's dict later was used, though never declared."""
+    tools: dict[str, Any] = {"known": lambda args: "ok"}
+
+    def answer(req: Request) -> Any:
+        if any(m["role"] == "tool" for m in req.json["messages"]):
+            return reply(started(req), finished(req))
+        return reply(started(req), *tool_call("c1", "later", {}), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(local_tools=tools)
+    tools["later"] = lambda args: "should not run"
+    chat.send("go")
+    driver.run_until_idle()
+    assert [t.name for t in chat.options.tools] == ["known"]
+    # Not a local tool of this resource: the call is the endpoint's, nothing runs here.
+    assert [m for m in chat.messages if m.role == "tool"] == []
+    assert len(driver.requests) == 1 and chat.error is None
+
+
+def test_a_tool_whose_wrapped_chain_is_a_cycle_is_still_taken() -> None:
+    def tool(args: Any) -> str:
+        return "ok"
+
+    tool.__wrapped__ = tool  # type: ignore[attr-defined]  # inspect.unwrap raises ValueError
+    driver = FakeDriver(ScriptedAgent())
+    driver.chat(local_tools={"t": tool})

@@ -328,6 +328,47 @@ def test_a_setting_of_the_wrong_kind_is_refused_at_construction(
 
 
 @pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        (
+            300,
+            "(a redirect to http://h/next: interlude does not follow redirects; use the new URL)",
+        ),
+        (
+            308,
+            "(a redirect to http://h/next: interlude does not follow redirects; use the new URL)",
+        ),
+        (401, "(check the credentials the transport sends: its headers)"),
+        (403, "(check the credentials the transport sends: its headers)"),
+        (404, "(check the endpoint URL: it takes POST requests of RunAgentInput)"),
+        (405, "(check the endpoint URL: it takes POST requests of RunAgentInput)"),
+        (400, ""),
+        (500, ""),
+    ],
+)
+def test_a_status_the_application_can_fix_says_what_to_check(status: int, hint: str) -> None:
+    error = TransportError.from_status(status, "", endpoint="E", location="http://h/next")
+    assert error.message == f"the endpoint E answered HTTP {status}" + (f" {hint}" if hint else "")
+    assert not TransportError.from_status(299, "", location="x").message.endswith(")")
+
+
+def test_a_charset_whose_codec_gives_bytes_is_read_as_utf8() -> None:
+    """base64 "decodes" a valid body to bytes, not text: the body must still be text."""
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, 401, b"text/plain; charset=base64")
+        await body(send, b"dG9r", more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        assert (caught.value.status, caught.value.body) == (401, "dG9r")
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize(
     "charset", ["base64", "hex", "zlib", "uu", "rot13", "idna", "utf-16", "no-such-codec"]
 )
 def test_an_error_answer_keeps_its_status_whatever_charset_it_declares(charset: str) -> None:
@@ -441,6 +482,8 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
         ("Tue, 01 Dec 2026 00:00:30", 30.0),  # no zone: HTTP dates are GMT
         ("Tue Dec  1 00:00:30 2026", 30.0),  # asctime's form (RFC 9110 5.6.7: accept it)
         ("Tuesday, 01-Dec-26 00:00:30 GMT", 30.0),  # RFC 850's form
+        ("9" * 5000, 2.0**31),  # past int()'s 4,300-digit limit: still no ValueError
+        ("Tue, 01 Dec 99999999999 00:00:00 GMT", None),  # a year past datetime's range
     ],
 )
 def test_retry_after_reads_seconds_and_http_dates(
@@ -647,12 +690,18 @@ def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
             hypercorn_server(handler) as url,
             HttpxTransport(url, max_frame_bytes=1000) as transport,
         ):
-            with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
+            with pytest.raises(ProtocolError) as caught:
                 with trio.fail_after(WAIT):
                     async with aclosing(transport.stream(b"{}")) as frames:
                         async for data in frames:
                             got.append(data)
         assert got == [FRAME_DATA]
+        # Not retryable: the same request would get the same frame.
+        assert caught.value == ProtocolError(
+            "an SSE frame or line exceeds the limit of 1000 bytes (the transport's "
+            "max_frame_bytes)",
+            retryable=False,
+        )
 
     trio.run(main)
 

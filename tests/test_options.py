@@ -17,7 +17,7 @@ from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, 
 from interlude.adapters.fake.script import Request
 from interlude.core import AttemptFailed, Configure, Send, SendStarting, initial_state, step
 from interlude.core.commands import StartAttempt, StartTimer
-from interlude.core.errors import RunError, TransportError, UsageError
+from interlude.core.errors import ProtocolError, RunError, TransportError, UsageError
 from interlude.core.json import FrozenDict
 from interlude.core.options import MAX_WAIT, Options, RetryPolicy
 from interlude.core.wire.run_input import Context, Tool
@@ -204,3 +204,18 @@ def test_an_endless_retry_after_under_an_endless_limit_waits_max_wait() -> None:
     t = step(s, AttemptFailed(start.attempt, failed), 1000.0)
     (timer,) = [c for c in t.commands if isinstance(c, StartTimer)]
     assert timer.due == 1000.0 + MAX_WAIT
+
+
+def test_a_failure_given_up_keeps_every_field_but_says_why_in_its_message() -> None:
+    """R-F1: the budget spent, the error recorded is the failure's own, body included."""
+    s = initial_state(Options(retry=RetryPolicy(max_attempts=1)))
+    t = step(s, Send("hi"), 1000.0)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    s = step(t.state, SendStarting(start.attempt), 1000.0).state
+    failed = ProtocolError("odd body", retryable=True, body="<html>")
+    error = step(s, AttemptFailed(start.attempt, failed), 1000.0).state.error
+    assert error == ProtocolError(
+        "odd body (gave up after 1 attempt(s), RetryPolicy.max_attempts)",
+        retryable=True,
+        body="<html>",
+    )

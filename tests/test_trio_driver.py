@@ -38,6 +38,7 @@ from interlude.core.errors import BatchExpiredError, ObserverError, TransportErr
 from interlude.core.json import MAX_INT_DIGITS, FrozenDict, freeze
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.wire.codec import decode_run_input
+from interlude.core.wire.messages import UserMessage
 
 # -- a scripted, in-process transport ---------------------------------------------------
 
@@ -865,7 +866,14 @@ def test_waits_time_out_with_a_clear_message() -> None:
 
 @pytest.mark.parametrize("backend", ["trio", "asyncio"])
 @pytest.mark.parametrize(
-    ("action", "refused"), [("send", "Send would start work"), ("chat", "a new resource")]
+    ("action", "refused"),
+    [
+        ("send", "Send would start work"),
+        ("chat", "a new resource"),
+        ("set_thread_id", "SetThreadId would start work"),  # a completion re-sends its input
+        ("reload", "Reload would start work"),
+        ("set_messages", "SetMessages would start work"),
+    ],
 )
 def test_an_observer_cannot_start_work_while_the_driver_closes(
     backend: str, action: str, refused: str
@@ -888,7 +896,16 @@ def test_an_observer_cannot_start_work_while_the_driver_closes(
                 def restart(r: Resource) -> None:
                     if not r.is_loading and not tried:
                         tried.append(True)
-                        (driver.chat() if action == "chat" else r).send("again")
+                        if action == "chat":
+                            driver.chat().send("again")
+                        elif action == "set_thread_id":
+                            r.set_thread_id("another")
+                        elif action == "reload":
+                            r.reload()
+                        elif action == "set_messages":
+                            r.set_messages([UserMessage(id="u9", content="again")])
+                        else:
+                            r.send("again")
 
                 chat.subscribe(restart)
                 chat.send("hello")
@@ -989,8 +1006,11 @@ def test_sync_tools_abandoned_by_stop_do_not_use_up_the_threads_for_later_ones()
     release = threading.Event()
     stuck_calls: list[int] = []
 
+    daemons: list[bool] = []
+
     def stuck(args: Any) -> str:
         stuck_calls.append(1)
+        daemons.append(threading.current_thread().daemon)  # nor may one hold the exit
         release.wait(30)
         return "late"
 
@@ -1022,3 +1042,4 @@ def test_sync_tools_abandoned_by_stop_do_not_use_up_the_threads_for_later_ones()
         trio.run(main)
     finally:
         release.set()
+    assert daemons == [True] * rounds
