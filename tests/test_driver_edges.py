@@ -246,3 +246,25 @@ def test_a_tool_whose_wrapped_chain_is_a_cycle_is_still_taken() -> None:
     tool.__wrapped__ = tool  # type: ignore[attr-defined]  # inspect.unwrap raises ValueError
     driver = FakeDriver(ScriptedAgent())
     driver.chat(local_tools={"t": tool})
+
+
+def test_a_request_reads_the_tool_results_it_carries() -> None:
+    """What a test author asserts after a tool round: each call's result by its id,
+    a failed tool's included, without digging through the messages."""
+
+    def broken(args: Any) -> str:
+        raise KeyError("toaster")
+
+    def answer(req: Request) -> Any:
+        if req.tool_results:
+            return reply(started(req), finished(req))
+        calls = [*tool_call("c1", "price", {"item": "kettle"}), *tool_call("c2", "broken", {})]
+        return reply(started(req), *calls, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(local_tools={"price": lambda args: {"usd": 30}, "broken": broken})
+    chat.send("go")
+    driver.run_until_idle()
+    first, follow_up = driver.requests
+    assert first.tool_results == {}
+    assert follow_up.tool_results == {"c1": '{"usd":30}', "c2": "Error: KeyError: 'toaster'"}

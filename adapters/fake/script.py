@@ -61,6 +61,16 @@ class Request:
         value = self.json.get("resume")
         return value if value is None else list(value)
 
+    @property
+    def tool_results(self) -> dict[str, str]:
+        """Each tool message the request carries, by its call id: what local tools
+        returned (a failed tool's reads ``"Error: TypeName: message"``)."""
+        return {
+            m["toolCallId"]: m["content"]
+            for m in self.json["messages"]
+            if m.get("role") == "tool" and "toolCallId" in m
+        }
+
 
 @attrs.frozen(kw_only=True)
 class Reply:
