@@ -418,19 +418,16 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
 
 
 def _gave_up(error: err.InterludeError, why: str) -> err.InterludeError:
-    """``error`` as recorded when no retry follows: the message says why not."""
-    message = f"{error.message} ({why})"
-    if isinstance(error, err.TransportError):
-        return err.TransportError(
-            message,
-            retryable=error.retryable,
-            status=error.status,
-            body=error.body,
-            retry_after=error.retry_after,
-        )
-    if isinstance(error, err.ProtocolError):
-        return err.ProtocolError(message, retryable=error.retryable, body=error.body)
-    return error
+    """``error`` as recorded when no retry follows: the message says why not.
+
+    A copy of the same class (a custom transport's subclass included) with every
+    field kept; only the message grows.
+    """
+    copied = type(error).__new__(type(error))
+    copied.__dict__.update(error.__dict__)
+    copied.message = f"{error.message} ({why})"
+    copied.args = (copied.message,)
+    return copied
 
 
 def _fail_attempt(tx: _Tx, error: err.InterludeError, retryable: bool, now: float) -> None:

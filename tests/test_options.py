@@ -219,3 +219,24 @@ def test_a_failure_given_up_keeps_every_field_but_says_why_in_its_message() -> N
         retryable=True,
         body="<html>",
     )
+
+
+def test_a_failure_given_up_keeps_its_own_class() -> None:
+    """A custom transport's TransportError subclass stays itself when recorded."""
+
+    class QuotaError(TransportError):
+        pass
+
+    s = initial_state(Options(retry=RetryPolicy(max_attempts=1)))
+    t = step(s, Send("hi"), 1000.0)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    s = step(t.state, SendStarting(start.attempt), 1000.0).state
+    failed = QuotaError("over quota", retryable=True, status=429, retry_after=5.0)
+    error = step(s, AttemptFailed(start.attempt, failed), 1000.0).state.error
+    assert type(error) is QuotaError and str(error) == error.message
+    assert error == QuotaError(
+        "over quota (gave up after 1 attempt(s), RetryPolicy.max_attempts)",
+        retryable=True,
+        status=429,
+        retry_after=5.0,
+    )
