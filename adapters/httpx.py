@@ -199,13 +199,7 @@ class HttpxTransport:
                 for k, piece in enumerate(self._inflated(inflater, chunk)):
                     if k:  # a read that inflates to many slices: let the loop run between
                         await anyio.lowlevel.checkpoint()
-                    try:
-                        completed = parser.feed(piece)
-                    except ProtocolError as exc:
-                        raise ProtocolError(
-                            f"{exc.message} (the transport's max_frame_bytes)",
-                            retryable=exc.retryable,
-                        ) from None
+                    completed = parser.feed(piece)
                     if completed:
                         yield [event.data for event in completed]
             parser.close()
@@ -331,6 +325,7 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (RFC 9110 token)."""
 _USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#@]*@")
+_QUERY = re.compile(r"[?#]")
 
 
 def _inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
@@ -369,10 +364,9 @@ def _location(response: httpx.Response) -> str | None:
     if not value or not 300 <= response.status_code < 400:
         return None
     try:
-        target = response.request.url.join(value)
+        return redacted(response.request.url.join(value))
     except (httpx.InvalidURL, ValueError):
         return None
-    return str(target.copy_with(userinfo=b"", query=None, fragment=None))
 
 
 def _check_seconds(name: str, value: object) -> None:
@@ -441,11 +435,8 @@ def redacted(url: str | httpx.URL) -> str:
     tokens live. Works on text that does not parse as a URL too."""
     if isinstance(url, httpx.URL):
         return str(url.copy_with(userinfo=b"", query=None, fragment=None))
-    text = _USERINFO.sub(lambda m: m.group(1) or "", url)
-    for mark in "?#":
-        head, found, _ = text.partition(mark)
-        text = head + ("?..." if found else "")
-    return text
+    head, *cut = _QUERY.split(_USERINFO.sub(lambda m: m.group(1) or "", url), maxsplit=1)
+    return head + ("?..." if cut else "")
 
 
 def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:

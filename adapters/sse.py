@@ -240,5 +240,6 @@ class SSEParser:
 
     def _too_big(self) -> ProtocolError:
         return ProtocolError(
-            f"an SSE frame or line exceeds the limit of {self.max_frame_bytes} bytes"
+            f"an SSE frame or line exceeds the limit of {self.max_frame_bytes} bytes "
+            "(max_frame_bytes)"
         )

@@ -690,8 +690,7 @@ def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
         assert got == [FRAME_DATA]
         # Not retryable: the same request would get the same frame.
         assert caught.value == ProtocolError(
-            "an SSE frame or line exceeds the limit of 1000 bytes (the transport's "
-            "max_frame_bytes)",
+            "an SSE frame or line exceeds the limit of 1000 bytes (max_frame_bytes)",
             retryable=False,
         )
 
