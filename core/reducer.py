@@ -160,7 +160,12 @@ def _seconds(now: object) -> float:
 def _check_issued(s: State, number: object, what: str) -> None:
     """Refuse an attempt, timer or task number this state never handed out: a driver
     stepping an old state, or carrying out commands before storing the new one."""
-    if type(number) is not int or not 0 < number <= s.serial:
+    if type(number) is not int:
+        raise err.UsageError(
+            f"{what} is the int its command carried, not {type(number).__name__} {number!r}: "
+            "pass the command's number back as it is"
+        )
+    if not 0 < number <= s.serial:
         raise err.UsageError(
             f"{what} {number!r} was never issued by this state: step the newest state, "
             "and store each transition's state before carrying out its commands"
@@ -938,6 +943,9 @@ def _tool_message(tx: _Tx, tool_call_id: str, content: str, error: str | None) -
 
 def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
     """R-D5: run the new eligible calls concurrently; results keep call order."""
+    if tx.s.tool_rounds >= tx.s.options.max_tool_rounds:
+        _refuse_round(tx, pending)
+        return
     calls = _calls_by_id(stream)
     local = tx.s.options.local_tools
     tasks: list[ToolTask] = []
@@ -975,20 +983,30 @@ def _tools_progress(tx: _Tx) -> None:
     if not r.done:
         return
     _flush_tools(tx)
-    rounds = tx.s.tool_rounds + 1
-    if rounds > tx.s.options.max_tool_rounds:
-        _interrupt(
-            tx,
-            err.ToolError(
-                f"the endpoint asked for local tools {rounds} times in one interaction "
-                f"(max_tool_rounds={tx.s.options.max_tool_rounds}); stopped. If the agent "
-                "needs more rounds, raise Options.max_tool_rounds; if it repeats a call, "
-                "look at that tool's results"
-            ),
-        )
-        return
-    tx.set(tool_rounds=rounds)
+    tx.set(tool_rounds=tx.s.tool_rounds + 1)
     _start_run(tx, "follow_up")  # carries the results and no resume (R-D5)
+
+
+def _refuse_round(tx: _Tx, pending: tuple[str, ...]) -> None:
+    """A round past ``max_tool_rounds``: a runaway loop, so none of its tools runs (a
+    repeated call may have side effects). Each call still gets a result, saying it
+    did not run, so the history the next request carries has no call left open."""
+    limit = tx.s.options.max_tool_rounds
+    asked = (
+        f"the endpoint asked for round {tx.s.tool_rounds + 1} of local tools in one "
+        f"interaction (max_tool_rounds={limit})"
+    )
+    problem = f"not run: {asked}"
+    cp = tx.s.checkpoint
+    results = [_tool_message(tx, c, f"Error: {problem}", problem) for c in pending]
+    tx.set(checkpoint=evolve(cp, messages=cp.messages.extend(results)))
+    _interrupt(
+        tx,
+        err.ToolError(
+            f"{asked}; stopped before running them. If the agent needs more rounds, "
+            "raise Options.max_tool_rounds; if it repeats a call, look at that tool's results"
+        ),
+    )
 
 
 # -- world events -------------------------------------------------------------------
@@ -1101,6 +1119,11 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
 
 
 def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
+    if i.error is not None and i.value is not None:
+        raise err.UsageError(
+            "ToolFinished takes a value or an error, not both: a tool that raised has "
+            "no value (pass error= alone)"
+        )
     r = s.tools
     n = None
     if r is not None:

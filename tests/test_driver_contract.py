@@ -132,12 +132,43 @@ def test_send_starting_twice_changes_nothing() -> None:
     ],
     ids=["frame", "ended", "failed", "send-starting", "event", "timer", "tool"],
 )
-@pytest.mark.parametrize("attempt", [999, "1", None, 0, -1])
-def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any) -> None:
+@pytest.mark.parametrize(
+    ("attempt", "says"),
+    [
+        (999, "999 was never issued by this state"),
+        (0, "0 was never issued by this state"),
+        (-1, "-1 was never issued by this state"),
+        ("1", "is the int its command carried, not str '1'"),
+        (None, "is the int its command carried, not NoneType None"),
+    ],
+)
+def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any, says: str) -> None:
     """A retired attempt's, timer's or task's late input is ignored (R-H1); a number this
-    state never issued means the driver steps an old state, or passed the wrong value."""
+    state never issued means the driver steps an old state; a number of another type,
+    that the driver passed the wrong value (not an old state: the message says which)."""
     s, _ = announced()
-    refused(s, make(attempt), "never issued by this state")
+    refused(s, make(attempt), says)
+
+
+def test_a_tool_result_with_both_a_value_and_an_error_is_refused() -> None:
+    """ToolFinished is one outcome: a driver passing both would have the error win
+    silently, and the tool's value lost without a word."""
+    s, start = announced(Options(local_tools=frozenset({"t"})))
+    ri = start.run_input
+    frames = [
+        run_started(start),
+        '{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"t"}',
+        '{"type":"TOOL_CALL_END","toolCallId":"c1"}',
+        json.dumps({"type": "RUN_FINISHED", "threadId": ri.thread_id, "runId": ri.run_id}),
+    ]
+    commands: tuple[Any, ...] = ()
+    for data in frames:
+        t = step(s, FrameReceived(start.attempt, data), NOW)
+        s, commands = t.state, t.commands
+    (run,) = [c for c in commands if isinstance(c, RunTool)]
+    refused(s, ToolFinished(run.task, value="done", error="boom"), "a value or an error, not both")
+    after = step(s, ToolFinished(run.task, value="done"), NOW).state
+    assert selectors.messages(after)[-1].content == "done"
 
 
 def test_carrying_out_commands_before_storing_the_state_is_caught() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rule_support import RecordingDriver, ask, at, paused_chat, succeed
 
 from interlude.adapters.fake import (
@@ -52,23 +53,38 @@ def test_set_messages_ending_with_a_tool_result_runs() -> None:
     assert chat.error is None
 
 
-def test_max_tool_rounds_allows_that_many_rounds_then_stops() -> None:
-    """R-D5 with Options.max_tool_rounds: the loop goes on for that many rounds, and the
-    next round is refused with a ToolError, no follow-up."""
+@pytest.mark.parametrize("limit", [0, 1, 3])
+def test_max_tool_rounds_allows_that_many_rounds_then_runs_no_more_tools(limit: int) -> None:
+    """R-D5 with Options.max_tool_rounds: the loop goes on for that many rounds; the
+    next round's tools never run (a runaway loop repeats side effects), each of its
+    calls gets a result saying so, and a ToolError ends the interaction, no follow-up."""
+    ran: list[str] = []
+
+    def tool(args: Any) -> str:
+        ran.append("t")
+        return "ok"
 
     def answer(req: Any) -> Any:
         return reply(started(req), *tool_call(f"c{len(driver.requests)}", "t", {}), finished(req))
 
     driver = FakeDriver(ScriptedAgent(answer))
-    chat = driver.chat(Options(max_tool_rounds=1), local_tools={"t": lambda args: "ok"})
+    chat = driver.chat(Options(max_tool_rounds=limit), local_tools={"t": tool})
     chat.send("go")
     driver.run_until_idle()
-    assert len(driver.requests) == 2  # one round ran, with its follow-up
-    assert chat.error == ToolError(
-        "the endpoint asked for local tools 2 times in one interaction (max_tool_rounds=1); "
-        "stopped. If the agent needs more rounds, raise Options.max_tool_rounds; if it "
-        "repeats a call, look at that tool's results"
+    assert len(driver.requests) == limit + 1  # each round that ran had its follow-up
+    assert len(ran) == limit
+    asked = (
+        f"the endpoint asked for round {limit + 1} of local tools in one interaction "
+        f"(max_tool_rounds={limit})"
     )
+    assert chat.error == ToolError(
+        f"{asked}; stopped before running them. If the agent needs more rounds, raise "
+        "Options.max_tool_rounds; if it repeats a call, look at that tool's results"
+    )
+    last = chat.messages[-1]
+    assert isinstance(last, ToolMessage)
+    assert (last.tool_call_id, last.error) == (f"c{limit + 1}", f"not run: {asked}")
+    assert last.content == f"Error: not run: {asked}"
     assert not chat.is_loading
 
 
