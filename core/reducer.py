@@ -1091,7 +1091,7 @@ def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
     tx = _Tx(s)
     expired = _held_claim_expired(s, now)
     if expired:
-        _expire_claim(tx, expired)
+        _expire_claim(tx, expired, tried=True)  # a retry wait: an attempt went out
         return tx.done()
     run_id = tx.new_id("run")
     attempt = Attempt(id=tx.serial(), run_id=run_id, number=run.attempts + 1)
@@ -1114,7 +1114,7 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
         # release it now rather than at the retry timer.
         expired = _held_claim_expired(s, now)
         if expired:
-            _expire_claim(tx, expired)
+            _expire_claim(tx, expired, tried=True)
     return tx.done()
 
 

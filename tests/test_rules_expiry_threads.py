@@ -362,6 +362,10 @@ def test_R_F3_R_G1_expiry_found_before_a_retry_sends_nothing():
     assert (chat.is_loading, chat.is_resuming) == (False, False)
     assert isinstance(chat.error, BatchExpiredError)
     assert chat.error.interrupt_ids == ("a",)
+    # The expiry timer released the claim in the back-off, after one attempt went out.
+    assert str(chat.error).startswith(
+        "interrupt 'a' expired before the resume could be retried; it was not retried."
+    )
 
 
 # -- R-H1 -------------------------------------------------------------------------------

@@ -194,6 +194,10 @@ def test_a_retry_timer_that_finds_the_batch_expired_starts_no_attempt() -> None:
     chat.apply(TimerFired(retry.retry_timer), now=driver.clock.now() + 20)
     assert not [c for c in driver.commands[before:] if isinstance(c, StartAttempt)]
     assert isinstance(chat.error, BatchExpiredError) and chat.pending_interrupts is batch
+    # One attempt went out: the message must not say that nothing was sent.
+    assert str(chat.error).startswith(
+        "interrupt 'approve' expired before the resume could be retried; it was not retried."
+    )
 
 
 def test_a_second_result_for_a_finished_tool_task_is_ignored() -> None:
