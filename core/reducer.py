@@ -53,7 +53,7 @@ from .inputs import (
     ToolFinished,
 )
 from .json import JSON, NotJSONError, freeze
-from .options import MAX_WAIT, Options
+from .options import MAX_WAIT, ExpiryPolicy, Options
 from .pvec import PVec
 from .state import (
     Attempt,
@@ -332,16 +332,16 @@ def _held_claim_expired(s: State, now: float) -> tuple[str, ...]:
     run = s.run
     if s.claim is None or run is None or run.kind != "resume":
         return ()
-    return _claim_blocked_by_expiry(s, s.claim.entries, now)
+    return _claim_blocked_by_expiry(s, s.claim.entries, now, s.claim.expiry)
 
 
 def _claim_blocked_by_expiry(
-    s: State, entries: tuple[ResumeEntry, ...], now: float
+    s: State, entries: tuple[ResumeEntry, ...], now: float, policy: ExpiryPolicy
 ) -> tuple[str, ...]:
     """The expired interrupts that block sending these entries (R-G1, R-G2)."""
     assert s.batch is not None
     expired = s.batch.expired_ids(now)
-    if expired and s.options.expiry == "cancel_expired":
+    if expired and policy == "cancel_expired":
         cancelled = {e.interrupt_id for e in entries if e.status == "cancelled"}
         expired = tuple(i for i in expired if i not in cancelled)
     return expired
@@ -581,7 +581,8 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
             "rebuild the form from pending_interrupts"
         )
     entries, problems = check_entries(s.batch, i.entries)
-    expired = _claim_blocked_by_expiry(s, entries, now)
+    policy = s.options.expiry
+    expired = _claim_blocked_by_expiry(s, entries, now, policy)
     if expired:
         raise err.BatchExpiredError(
             f"interrupt {', '.join(map(repr, expired))} has expired, so these answers "
@@ -591,7 +592,8 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
     if problems:
         raise err.InvalidResumeError(problems)
     tx = _Tx(s)
-    tx.set(claim=Claim(batch_id=s.batch.id, entries=entries), resuming=True, error=None)
+    claim = Claim(batch_id=s.batch.id, entries=entries, expiry=policy)
+    tx.set(claim=claim, resuming=True, error=None)
     tx.set(tool_rounds=0)
     _start_run(tx, "resume", entries)
     return tx.done()

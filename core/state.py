@@ -13,7 +13,7 @@ import attrs
 
 from .errors import InterludeError
 from .json import JSON
-from .options import Options
+from .options import ExpiryPolicy, Options
 from .pvec import PVec, Rope
 from .wire.messages import (
     ActivityMessage,
@@ -73,10 +73,13 @@ class Batch:
 
 @attrs.frozen
 class Claim:
-    """A resume in flight before its acknowledgement; the answers, copied (R-B4)."""
+    """A resume in flight before its acknowledgement; the answers, copied (R-B4), and
+    the expiry policy they were accepted under: a later ``Configure`` does not change
+    whether this resume may be sent (R-F2)."""
 
     batch_id: str
     entries: tuple[ResumeEntry, ...]
+    expiry: ExpiryPolicy = "block"
 
 
 @attrs.frozen

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import pytest
 from rule_support import (
     T0,
@@ -194,6 +195,31 @@ def test_R_G2_cancel_expired_policy_accepts_only_cancelling_every_expired_interr
         {"interruptId": "c", "status": "resolved", "payload": {"ok": True}},
     ]
     assert (chat.pending_interrupts, chat.error, chat.is_resuming) == (None, None, False)
+
+
+@pytest.mark.parametrize(
+    ("claimed_under", "then"), [("cancel_expired", "block"), ("block", "cancel_expired")]
+)
+def test_R_F2_R_G2_a_claim_keeps_the_expiry_policy_it_was_accepted_under(claimed_under, then):
+    """R-F2, R-F3: configure() changes later requests, not a claim already made. The
+    check before the send applies the policy the claim was accepted under: a resume
+    accepted with an expired interrupt cancelled is not withdrawn by switching to
+    "block", and one accepted under "block" is not let through by the other way."""
+    driver, chat, batch = paused_chat(
+        ask("a", at(30)), ask("b"), replies=[succeed()], options=Options(expiry=claimed_under)
+    )
+    if claimed_under == "cancel_expired":
+        driver.advance(45)  # a has expired: cancelling it is what the policy accepts
+    chat.resume(batch.id, entries(batch, cancel=["a"]))
+    chat.configure(attrs.evolve(chat.options, expiry=then))
+    driver.advance(45 if claimed_under == "block" else 0)  # a expires before the send
+    driver.run_until_idle()
+    if claimed_under == "cancel_expired":
+        assert len(driver.requests) == 2 and chat.error is None
+        assert chat.pending_interrupts is None
+    else:
+        assert len(driver.requests) == 1 and isinstance(chat.error, BatchExpiredError)
+        assert chat.pending_interrupts is batch
 
 
 def test_R_G2_cancel_expired_policy_still_rejects_a_later_expired_resolution():
