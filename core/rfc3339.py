@@ -6,9 +6,11 @@ zone is required (a local time names no instant), the calendar is checked,
 and nothing but the RFC 3339 ``date-time`` grammar is accepted (no ISO 8601
 week dates, ordinals, basic format or missing seconds).
 
-A leap second (``:60``) is accepted where the grammar allows it and clamped
-to the last representable instant of that minute (``:59.999999``), because
-POSIX time has no slot for it; an expiry one leap second early is harmless.
+A leap second (``:60``) is accepted only where RFC 3339 §5.7 puts one: at
+23:59:60 UTC on the last day of a month (shifted by the zone's offset, so
+``15:59:60-08:00`` too). It is clamped to the last representable instant of
+that minute (``:59.999999``), because POSIX time has no slot for it; an expiry
+one leap second early is harmless.
 
 Pure arithmetic: no clock is read.
 """
@@ -60,6 +62,13 @@ def parse_rfc3339(text: str) -> float:
         if oh > 23 or om > 59:
             raise ValueError(f"{_show(text)}: zone offset {sign}{off_h}:{off_m} is out of range")
         offset = (oh * 60 + om) * 60 * (1 if sign == "+" else -1)
+    if second == 60 and not _ends_a_month_in_utc(
+        year, month, day, hour * 60 + minute - offset // 60
+    ):
+        raise ValueError(
+            f"{_show(text)}: a leap second (:60) comes only at 23:59:60 UTC "
+            "on the last day of a month"
+        )
     frac = float(fraction) if fraction else 0.0
     if second == 60:  # a leap second: clamp into the minute's last instant
         second, frac = 59, 0.999999
@@ -73,6 +82,13 @@ def _hint(text: str) -> str:
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?", text, re.ASCII):
         return " (the zone, Z or ±hh:mm, is required)"
     return ""
+
+
+def _ends_a_month_in_utc(year: int, month: int, day: int, utc_minute: int) -> bool:
+    """Whether minute ``utc_minute`` of the local date (in UTC, so it may fall on the
+    day before or after) is 23:59 UTC on the last day of a month."""
+    carry, minute = divmod(utc_minute, 1440)
+    return minute == 1439 and day + carry in (0, _month_days(year, month))
 
 
 def _month_days(year: int, month: int) -> int:
