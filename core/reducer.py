@@ -957,7 +957,10 @@ def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
         problem: str | None = None
         args: JSON = None
         if found is None:
-            problem = f"no tool call {call_id!r} was streamed in this run"
+            problem = (
+                f"the run named tool call {call_id!r} in pendingToolCallIds, but the "
+                "history holds no call with that id"
+            )
             name = ""
         else:
             name, raw_args = found
