@@ -368,9 +368,16 @@ def _start_completion(tx: _Tx, value: CompletionInput) -> None:
 def _settle(tx: _Tx) -> None:
     """The interaction succeeded with nothing left to do (R-C4, R-E2)."""
     tx.set(resuming=False, tool_rounds=0, settled=True)
+    _run_deferred_input(tx)
+
+
+def _run_deferred_input(tx: _Tx) -> None:
+    """A completion whose input changed during the pause runs it, once the interaction
+    has ended cleanly: with success (R-E2) or the cancelled outcome (R-J5). Nothing else
+    would ever send it: no recovery follows, and setting the same input changes nothing."""
     s = tx.s
     if s.options.kind == "completion" and s.input is not None and s.input != s.answered:
-        _close_streams(tx)  # the deferred input is new input (R-E2)
+        _close_streams(tx)  # the deferred input is new input
         _start_completion(tx, s.input)
 
 
@@ -856,6 +863,7 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         return
     if isinstance(outcome, ev.CancelledOutcome):
         tx.set(resuming=False, tool_rounds=0)  # R-J5: closed cleanly, nothing waited for
+        _run_deferred_input(tx)
         return
     if isinstance(outcome, ev.UnknownOutcome):
         note = (

@@ -652,6 +652,32 @@ def test_R_E3_another_interrupt_keeps_C_deferred():
     assert comp.output == "answer to input-C"
 
 
+def test_R_E2_R_J5_a_cancelled_outcome_sends_the_deferred_input():
+    """R-J5, R-E1: the resumed run finishes ``cancelled``: the interaction ended cleanly,
+    with no recovery to follow, so the input deferred during the pause (C) is no longer
+    held and runs, as after success. (It was left unsent before: set_input("C") again
+    changed nothing, so only reload() or a new thread would have sent it.)"""
+    cancelled = lambda req: reply(started(req), finished(req, {"type": "cancelled"}))  # noqa: E731
+    driver, comp, batch = paused_completion(cancelled)
+    comp.set_input("input-C")
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A", "input-C"]
+    assert driver.requests[2].resume is None
+    assert comp.output == "answer to input-C"
+    assert (comp.is_loading, comp.is_resuming, comp.needs_new_thread) == (False, False, False)
+
+
+def test_R_J5_a_cancelled_outcome_with_the_input_unchanged_starts_nothing():
+    """R-J5: with no deferred change, a cancelled resumed run starts nothing."""
+    cancelled = lambda req: reply(started(req), finished(req, {"type": "cancelled"}))  # noqa: E731
+    driver, comp, batch = paused_completion(cancelled)
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A"]
+    assert (comp.is_loading, comp.error) == (False, None)
+
+
 E4_ENDINGS = [
     "run_error_before_ack",
     "drop_after_ack",
