@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import attrs
 import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import (
@@ -139,6 +140,7 @@ class SafetyMachine(RuleBasedStateMachine):
         self.plans: list[str | list[dict[str, Any]]] = []
         self.batch_ids: set[str] = set()
         self.expiry_offset: float | None = None
+        self.claim_policy = policy
         self.agent = ScriptedAgent(self.answer)
         self.driver = FakeDriver(self.agent, resource_class=CheckedResource)
         CheckedResource.machine = self
@@ -215,7 +217,8 @@ class SafetyMachine(RuleBasedStateMachine):
         assert sorted(ids) == sorted(x.id for x in s.batch.interrupts)
         assert len(set(ids)) == len(ids)
         expired = set(s.batch.expired_ids(self.driver.now()))
-        if s.options.expiry == "cancel_expired":
+        # The policy the answers were accepted under: configure() may have changed since.
+        if self.claim_policy == "cancel_expired":
             cancelled = {e["interruptId"] for e in sent if e["status"] == "cancelled"}
             expired -= cancelled
         assert not expired, "R-F3: a resume went out with an expired interrupt"
@@ -371,16 +374,22 @@ class SafetyMachine(RuleBasedStateMachine):
             if before.options.expiry == "cancel_expired":
                 expired -= {e["interrupt_id"] for e in entries if e["status"] == "cancelled"}
             assert not expired, "R-F3: an expired batch was claimed"
+            self.claim_policy = before.options.expiry  # what its sends are judged by
         self.teardown_steps()
 
     @rule(
-        kind=st.sampled_from(["stop", "same_thread", "new_thread", "set_state"]),
+        kind=st.sampled_from(["stop", "same_thread", "new_thread", "set_state", "policy"]),
         value=json_values,
     )
     def disrupt(self, kind: str, value: Any) -> None:
-        """Stop, change thread (or set the same one), or replace the shared state."""
+        """Stop, change thread (or set the same one), replace the shared state, or switch
+        the expiry policy (configure: later claims only, R-F2)."""
         before = self.chat.core_state
-        if kind == "stop":
+        if kind == "policy":
+            other = "block" if before.options.expiry == "cancel_expired" else "cancel_expired"
+            self.chat.configure(attrs.evolve(before.options, expiry=other))
+            assert self.chat.core_state.claim == before.claim
+        elif kind == "stop":
             self.chat.stop()
             assert self.chat.core_state.claim is None and not self.chat.is_loading
         elif kind == "same_thread":
