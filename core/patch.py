@@ -141,8 +141,13 @@ def _get(doc: JSON, tokens: tuple[str, ...]) -> JSON:
     return doc
 
 
-def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
-    """``doc`` with ``op`` done at ``tokens`` (not the root); copies only the path."""
+def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON, flat_root: bool) -> JSON:
+    """``doc`` with ``op`` done at ``tokens`` (not the root); copies only the path.
+
+    ``flat_root``: a wide root object stays a ``FrozenDict`` (a field typed as one):
+    one C-level copy per op, rather than a ``PMap`` built and copied back each time.
+    """
+    keep = doc if flat_root else None
     # Walk down, remembering each container and the resolved key into it.
     chain: list[tuple[JSON, str | int]] = []
     node = doc
@@ -166,7 +171,7 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
             raise _Fail(f"no member {_short(last)}")
         members = node
         if type(node) is not FrozenDict or len(node) >= SHARE_MEMBERS_FROM:
-            members = _shared(node)
+            members = _shared(node, keep)
         new = members.without(last) if op == "remove" else members.set(last, value)
     elif type(node) is tuple or type(node) is PVec:
         new = _array_with(node, _index(last, len(node), end_ok=op == "add"), op, value)
@@ -178,16 +183,17 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON) -> JSON:
             new = parent.set(key, new)  # type: ignore[arg-type]
         elif isinstance(key, str):
             if type(parent) is not FrozenDict or len(parent) >= SHARE_MEMBERS_FROM:
-                parent = _shared(parent)
+                parent = _shared(parent, keep)
             new = parent.set(key, new)
         else:
             new = _array_with(parent, key, "replace", new)  # type: ignore[arg-type]
     return new
 
 
-def _shared(obj: Any) -> FrozenDict | PMap:
-    """``obj``, an object about to change, as a ``PMap`` if it is wide (SHARE_MEMBERS_FROM)."""
-    if type(obj) is FrozenDict and len(obj) >= SHARE_MEMBERS_FROM:
+def _shared(obj: Any, keep: object = None) -> FrozenDict | PMap:
+    """``obj``, an object about to change, as a ``PMap`` if it is wide (SHARE_MEMBERS_FROM)
+    and not ``keep``."""
+    if type(obj) is FrozenDict and len(obj) >= SHARE_MEMBERS_FROM and obj is not keep:
         return PMap.from_mapping(obj)
     if type(obj) is FrozenDict or type(obj) is PMap:
         return obj
@@ -214,18 +220,18 @@ def _array_with(
     return PVec.from_iterable(items) if len(items) >= SHARE_FROM else tuple(items)
 
 
-def _add(doc: JSON, tokens: tuple[str, ...], value: JSON) -> JSON:
-    return _rebuild(doc, tokens, "add", value) if tokens else value
+def _add(doc: JSON, tokens: tuple[str, ...], value: JSON, flat_root: bool) -> JSON:
+    return _rebuild(doc, tokens, "add", value, flat_root) if tokens else value
 
 
-def _remove(doc: JSON, tokens: tuple[str, ...]) -> JSON:
+def _remove(doc: JSON, tokens: tuple[str, ...], flat_root: bool) -> JSON:
     if not tokens:
         raise _Fail("cannot remove the whole document")
-    return _rebuild(doc, tokens, "remove", None)
+    return _rebuild(doc, tokens, "remove", None, flat_root)
 
 
-def _replace(doc: JSON, tokens: tuple[str, ...], value: JSON) -> JSON:
-    return _rebuild(doc, tokens, "replace", value) if tokens else value
+def _replace(doc: JSON, tokens: tuple[str, ...], value: JSON, flat_root: bool) -> JSON:
+    return _rebuild(doc, tokens, "replace", value, flat_root) if tokens else value
 
 
 def json_equal(a: object, b: object) -> bool:
@@ -283,7 +289,7 @@ def _source(doc: JSON, op: Mapping[str, Any]) -> tuple[tuple[str, ...], JSON]:
         raise _Fail(f"{where}: {e}") from None
 
 
-def _apply_one(doc: JSON, op: object, copied: list[int]) -> JSON:
+def _apply_one(doc: JSON, op: object, copied: list[int], flat_root: bool) -> JSON:
     if type(op) is not FrozenDict and not isinstance(op, Mapping):  # the ABC check is slow
         raise _Fail(f"an operation must be an object, not {type(op).__name__}")
     name = op.get("op")
@@ -300,11 +306,11 @@ def _apply_one(doc: JSON, op: object, copied: list[int]) -> JSON:
         raise _Fail(f"'path' must be a string, not {type(pointer).__name__}")
     path = _parse(pointer)
     if name == "add":
-        return _add(doc, path, _value(op))
+        return _add(doc, path, _value(op), flat_root)
     if name == "remove":
-        return _remove(doc, path)
+        return _remove(doc, path, flat_root)
     if name == "replace":
-        return _replace(doc, path, _value(op))
+        return _replace(doc, path, _value(op), flat_root)
     if name == "test":
         if not json_equal(_get(doc, path), _value(op)):
             raise _Fail("test failed: the value differs")
@@ -314,12 +320,12 @@ def _apply_one(doc: JSON, op: object, copied: list[int]) -> JSON:
         copied[0] += _count(value, MAX_COPIED - copied[0])
         if copied[0] > MAX_COPIED:
             raise _Fail(f"the patch copies more than {MAX_COPIED:,} JSON values in all")
-        return _add(doc, path, value)
+        return _add(doc, path, value, flat_root)
     if len(source) < len(path) and path[: len(source)] == source:
         raise _Fail("cannot move a value into one of its own children")
     if source == path:
         return doc
-    return _add(_remove(doc, source), path, value)
+    return _add(_remove(doc, source, flat_root), path, value, flat_root)
 
 
 def _count(value: JSON, budget: int) -> int:
@@ -339,11 +345,13 @@ def _count(value: JSON, budget: int) -> int:
     return count
 
 
-def apply_patch(doc: JSON, ops: Sequence[Any]) -> JSON:
+def apply_patch(doc: JSON, ops: Sequence[Any], *, flat_root: bool = False) -> JSON:
     """Apply the frozen JSON Patch ``ops`` to ``doc``; raise :class:`PatchError` if any op fails.
 
     Values from the ops are shared into the result, not copied: they must be
-    frozen JSON already (checked at the top level only).
+    frozen JSON already (checked at the top level only). ``flat_root``: a root
+    object stays a ``FrozenDict`` however wide (for a field typed as one); the
+    objects below it may become ``PMap``s as usual.
     """
     if type(ops) is not tuple and (
         isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Sequence)
@@ -352,7 +360,7 @@ def apply_patch(doc: JSON, ops: Sequence[Any]) -> JSON:
     copied = [0]
     for i, op in enumerate(ops):
         try:
-            doc = _apply_one(doc, op, copied)
+            doc = _apply_one(doc, op, copied, flat_root)
         except _Fail as e:
             path = op.get("path") if isinstance(op, Mapping) else None
             raise PatchError(

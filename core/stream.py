@@ -360,9 +360,9 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
 # -- snapshots, deltas, activities ---------------------------------------------------
 
 
-def _patched(doc: JSON, ops: Any, what: str) -> JSON:
+def _patched(doc: JSON, ops: Any, what: str, *, flat_root: bool = False) -> JSON:
     try:
-        return apply_patch(doc, ops)
+        return apply_patch(doc, ops, flat_root=flat_root)
     except PatchError as exc:
         raise StreamViolation(f"invalid {what}: {exc}") from None
 
@@ -402,7 +402,9 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
         raise StreamViolation(f"ACTIVITY_DELTA for {e.message_id!r}, which has no snapshot")
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)
-    content = as_object(_patched(current.content, e.patch, "ACTIVITY_DELTA patch"))
+    # The content is typed as a FrozenDict: kept one, so a wide activity costs one C-level
+    # copy per delta, not a PMap built from it and copied back every time.
+    content = as_object(_patched(current.content, e.patch, "ACTIVITY_DELTA patch", flat_root=True))
     if content is None:
         raise StreamViolation("an ACTIVITY_DELTA patch made the activity content a non-object")
     return evolve(s, messages=s.messages.set(i, evolve(current, content=content)))

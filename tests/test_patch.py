@@ -383,6 +383,38 @@ def test_wide_objects_become_persistent_maps_that_act_as_frozen_dicts() -> None:
     assert m == as_dict  # the earlier version is unchanged
 
 
+def test_flat_root_keeps_a_wide_root_a_frozen_dict_and_shares_below_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """For a field typed as a FrozenDict (an activity's content): the root is copied at
+    C speed, never made a PMap that would be built, then copied back, on every patch
+    (per delta O(width) in Python: 133 ms at 32,000 members). Below the root, wide
+    objects still share structure."""
+    wide = {f"k{i}": i for i in range(SHARE_MEMBERS_FROM + 10)}
+    doc = fz({**wide, "inner": wide})
+    ops = fz(
+        [
+            {"op": "replace", "path": "/k3", "value": -3},
+            {"op": "move", "from": "/k4", "path": "/moved"},
+            {"op": "replace", "path": "/inner/k5", "value": -5},
+        ]
+    )
+    built: list[int] = []
+    from_mapping = PMap.from_mapping.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[PMap], members: Any) -> PMap:
+        built.append(len(members))
+        return from_mapping(cls, members)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(PMap, "from_mapping", classmethod(counted))
+    new: Any = apply_patch(doc, ops, flat_root=True)
+    assert type(new) is FrozenDict and type(new["inner"]) is PMap
+    assert built == [len(wide)]  # the inner object only, once
+    assert (new["k3"], new["moved"], new["inner"]["k5"], "k4" in new) == (-3, 4, -5, False)
+    assert type(apply_patch(doc, ops)) is PMap  # without it, the root is shared too
+    assert type(doc) is FrozenDict and doc["k3"] == 3  # the input is unchanged
+
+
 def test_long_arrays_become_persistent_vectors_that_act_as_tuples() -> None:
     doc = fz({"xs": [{"n": i} for i in range(SHARE_FROM + 10)]})
     new: Any = apply_patch(doc, (fz({"op": "replace", "path": "/xs/3/n", "value": -1}),))

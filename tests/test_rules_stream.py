@@ -46,6 +46,8 @@ from interlude.core import AbortAttempt, FrameReceived, Reload, Send, step
 from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
+from interlude.core.patch import SHARE_MEMBERS_FROM
+from interlude.core.pmap import PMap
 from interlude.core.pvec import PVec
 from interlude.core.state import Checkpoint
 from interlude.core.stream import MAX_OPEN
@@ -838,6 +840,45 @@ def test_R_J1_R_J2_activity_snapshots_and_deltas() -> None:
         plan(),
         ActivityMessage(id="act2", activity_type="SEARCH", content=obj({"q": "lamps"})),
     ]
+
+
+def test_R_J2_a_wide_activity_is_patched_without_rebuilding_its_content(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """R-J2 at scale: an activity whose content has thousands of members (a map keyed by
+    task id) takes each ACTIVITY_DELTA as one C-level copy of its FrozenDict. It used to
+    be made a PMap and copied back on every delta, in Python: 133 ms a delta at 32,000
+    members, and a stream adding a member per delta went quadratic (4,000: 16.7 s)."""
+    wide = {f"task{i}": "queued" for i in range(SHARE_MEMBERS_FROM + 100)}
+    deltas = [
+        ev(
+            "ACTIVITY_DELTA",
+            messageId="act1",
+            activityType="TASKS",
+            patch=[{"op": "replace", "path": f"/task{k}", "value": "done"}],
+        )
+        for k in range(5)
+    ]
+    driver, chat = chat_with(
+        succeed(
+            ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="TASKS", content=wide),
+            *deltas,
+        )
+    )
+    built: list[int] = []
+    from_mapping = PMap.from_mapping.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[PMap], members: Any) -> PMap:
+        built.append(len(members))
+        return from_mapping(cls, members)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(PMap, "from_mapping", classmethod(counted))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
+    assert type(activity.content) is FrozenDict and built == []
+    assert [activity.content[f"task{k}"] for k in (0, 4, 5)] == ["done", "done", "queued"]
 
 
 @pytest.mark.parametrize(
