@@ -14,7 +14,7 @@ members, iterates in insertion order, and ``thaw`` turns it into a ``dict``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from operator import itemgetter
 from typing import Any, NoReturn
 
@@ -125,6 +125,27 @@ class PMap(Mapping[str, Any]):
     def __reversed__(self) -> Iterator[str]:
         return (k for k in reversed(self._order) if k is not _GAP)
 
+    # A Mapping's items() and values() look every key up in the trie; merging the
+    # leaves into one dict (a C-level update per leaf) and reading it in order is
+    # about twice as cheap, and writing a request's state reads every member.
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._as_dict().items()
+
+    def values(self) -> ValuesView[Any]:
+        return self._as_dict().values()
+
+    def _as_dict(self) -> dict[str, Any]:
+        flat: dict[str, tuple[int, Any]] = {}
+        stack = [self._root]
+        while stack:
+            for child in stack.pop().values():
+                if type(child) is _Node:
+                    stack.append(child)
+                else:
+                    flat.update(child)
+        return {k: flat[k][1] for k in self._order if k is not _GAP}
+
     # -- updates ---------------------------------------------------------------
 
     def set(self, key: str, value: Any) -> PMap:
@@ -184,9 +205,9 @@ class PMap(Mapping[str, Any]):
         return self
 
 
-def _compacted(root: _Node, count: int) -> PMap:
-    """A map of ``root``'s members, their positions renumbered without gaps: the leaves
-    are read directly, so no member is looked up."""
+def _entries(root: _Node) -> list[tuple[int, str, Any]]:
+    """Every member as ``(position, key, value)``, in order: the leaves are read
+    directly, so no member is looked up."""
     entries: list[tuple[int, str, Any]] = []
     stack = [root]
     while stack:
@@ -196,6 +217,12 @@ def _compacted(root: _Node, count: int) -> PMap:
             else:
                 entries.extend((pos, k, v) for k, (pos, v) in child.items())
     entries.sort(key=itemgetter(0))
+    return entries
+
+
+def _compacted(root: _Node, count: int) -> PMap:
+    """A map of ``root``'s members, their positions renumbered without gaps."""
+    entries = _entries(root)
     fresh = _Node()
     for n, (_, k, v) in enumerate(entries):
         _insert_in_place(fresh, k, hash(k), (n, v))

@@ -41,6 +41,7 @@ def test_pmap_matches_a_dict_and_keeps_every_version(start: int, steps: list[Any
         history.append((m, dict(ref)))
     for version, expected in history[:: max(1, len(history) // 8)] + history[-1:]:
         assert list(version.items()) == list(expected.items())  # order too
+        assert list(version.values()) == list(expected.values())
         assert len(version) == len(expected)
         assert version == expected and expected == version
         assert version == FrozenDict(expected) and FrozenDict(expected) == version
