@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any, ClassVar, NoReturn, TypeVar, overload
 
 __all__ = ["PVec", "Rope"]
@@ -65,8 +66,19 @@ class PVec(Sequence[T]):
 
     @classmethod
     def from_iterable(cls, items: Iterable[T]) -> PVec[T]:
-        """A vector of ``items``, built bottom-up in O(n)."""
-        return _EMPTY.extend(items)
+        """A vector of ``items``, built bottom-up in O(n): sliced into leaves, which are
+        grouped 32 to a node, level by level (Python work per 32 items)."""
+        new = items if type(items) is list else list(items)
+        count = len(new)
+        if not count:
+            return _EMPTY
+        in_trie = (count - 1) >> _BITS << _BITS  # the tail keeps 1 to 32 items
+        nodes: list[Any] = [tuple(new[i : i + _WIDTH]) for i in range(0, in_trie, _WIDTH)]
+        shift = _BITS
+        while len(nodes) > _WIDTH:
+            nodes = [tuple(nodes[i : i + _WIDTH]) for i in range(0, len(nodes), _WIDTH)]
+            shift += _BITS
+        return PVec._make(count, shift, tuple(nodes), tuple(new[in_trie:]))
 
     # -- reads -----------------------------------------------------------------
 
@@ -119,7 +131,16 @@ class PVec(Sequence[T]):
             i += hi - lo
 
     def __iter__(self) -> Iterator[T]:
-        return self._iter_range(0, self._count)
+        # Leaf by leaf: Python work per 32 items, C work per item.
+        return chain.from_iterable(self._leaves())
+
+    def _leaves(self) -> list[_Node]:
+        """The leaves in order, the tail last: the trie flattened a level at a time."""
+        level: list[Any] = [self._root]
+        for _ in range(self._shift // _BITS):
+            level = list(chain.from_iterable(level))
+        level.append(self._tail)
+        return level
 
     def __reversed__(self) -> Iterator[T]:
         i = self._count  # always at the end of a leaf (the tail, or a full one)

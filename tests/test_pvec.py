@@ -84,6 +84,23 @@ def test_append_one_by_one_across_trie_levels() -> None:
         assert list(w) == [*range(i), -1, *range(i + 1, n)]
 
 
+def test_from_iterable_builds_the_trie_appending_would() -> None:
+    """from_iterable builds bottom-up, a level at a time; the result must be the very
+    shape appends give (tail of 1 to 32 items, levels grown at the same counts), or a
+    later append, set or read would walk it wrongly."""
+    sizes = [0, 1, 31, 32, 33, 64, 65, 1024, 1056, 1057, 1088, 1089, 32800, 32801, 32832]
+    appended: PVec[int] = PVec.empty()
+    built = 0
+    for n in sizes:
+        for i in range(built, n):
+            appended = appended.append(i)
+        built = n
+        v: PVec[int] = PVec.from_iterable(range(n))
+        shape = (v._count, v._shift, v._root, v._tail)
+        assert shape == (appended._count, appended._shift, appended._root, appended._tail), n
+        assert list(v.append(-1)) == [*range(n), -1]
+
+
 def test_set_copies_one_path() -> None:
     v: PVec[int] = PVec.from_iterable(range(100_000))
     w = v.set(12_345, -1)
