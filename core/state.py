@@ -133,10 +133,15 @@ class IdHints:
     was never appended to any version, so it is not there.
     """
 
-    __slots__ = ("_at",)
+    __slots__ = ("_at", "_calls")
 
     def __init__(self, messages: Iterable[Message] = (), start: int = 0) -> None:
-        self._at: dict[str, int] = {m.id: n for n, m in enumerate(messages, start)}
+        self._at: dict[str, int] = {}
+        self._calls: dict[str, int] = {}  # tool call id -> its holder's position
+        for n, m in enumerate(messages, start):
+            self._at[m.id] = n
+            if isinstance(m, AssistantMessage) and m.tool_calls:
+                self._calls.update(dict.fromkeys((c.id for c in m.tool_calls), n))
 
     def note(self, message_id: str, position: int) -> None:
         self._at[message_id] = position
@@ -144,8 +149,15 @@ class IdHints:
     def get(self, message_id: str) -> int | None:
         return self._at.get(message_id)
 
+    def note_call(self, tool_call_id: str, position: int) -> None:
+        self._calls[tool_call_id] = position
+
+    def call(self, tool_call_id: str) -> int | None:
+        """Where the message holding call ``tool_call_id`` stands, if it was ever added."""
+        return self._calls.get(tool_call_id)
+
     def __repr__(self) -> str:
-        return f"IdHints({len(self._at)} ids)"
+        return f"IdHints({len(self._at)} ids, {len(self._calls)} calls)"
 
 
 @attrs.frozen(slots=False)

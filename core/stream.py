@@ -197,6 +197,28 @@ def _index_of(s: Stream, message_id: str) -> int | None:
     return None
 
 
+def _holder_of(s: Stream, tool_call_id: str) -> int | None:
+    """The position of this run's newest message holding call ``tool_call_id`` (from
+    ``base`` on): found through the hints as ``_index_of`` finds a message."""
+    hint = s.ids.call(tool_call_id)
+    if hint is None:
+        return None  # never added to this run's draft, in any version
+    messages = s.messages
+
+    def holds(i: int) -> bool:
+        m = messages[i]
+        return isinstance(m, AssistantMessage) and any(
+            c.id == tool_call_id for c in m.tool_calls or ()
+        )
+
+    if s.base <= hint < len(messages) and holds(hint):
+        return hint
+    for i in range(len(messages) - 1, s.base - 1, -1):  # a stale hint: look
+        if holds(i):
+            return i
+    return None
+
+
 def _appended(s: Stream, message: Message) -> PVec[Message]:
     """``s.messages`` with ``message`` at the end, its position noted."""
     s.ids.note(message.id, len(s.messages))
@@ -227,6 +249,7 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
             index,
             evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
         )
+    s.ids.note_call(tool_call_id, index)
     opened = OpenCall(tool_call_id=tool_call_id, position=index, rope=Rope())
     return evolve(
         s,
@@ -342,12 +365,13 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
         def store(call: ToolCall) -> ToolCall:
             return evolve(call, encrypted_value=e.encrypted_value)
 
-        for i in range(len(s.messages) - 1, s.base - 1, -1):
+        i = _holder_of(s, e.entity_id)
+        if i is not None:
             holder = s.messages[i]
-            if isinstance(holder, AssistantMessage):
-                stored = with_call(holder, e.entity_id, store)
-                if stored is not None:
-                    return evolve(s, messages=s.messages.set(i, stored))
+            assert isinstance(holder, AssistantMessage)
+            stored = with_call(holder, e.entity_id, store)
+            assert stored is not None
+            return evolve(s, messages=s.messages.set(i, stored))
         raise StreamWarning(
             f"REASONING_ENCRYPTED_VALUE for tool call {e.entity_id!r}, which this run "
             "did not stream; the value was dropped"

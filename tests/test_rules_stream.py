@@ -1073,6 +1073,60 @@ def test_R_J1_encrypted_reasoning_values_ride_their_message_or_call_into_the_nex
     assert calls[-1][0]["encryptedValue"] == "E2"
 
 
+def test_R_J1_an_encrypted_value_finds_its_call_anywhere_in_the_run_but_not_before_it() -> None:
+    """R-J1: the value for a tool call goes to that call, wherever its holder stands in
+    the run (found through the draft's hints, not a scan back from the newest message),
+    and after a MESSAGES_SNAPSHOT to the snapshot's calls too; a call an earlier run
+    committed is not this run's, so its value is dropped with a warning."""
+    history = (
+        *HISTORY,
+        AssistantMessage(id="old-call", tool_calls=(call("old1", "lookup", "{}"),)),
+        ToolMessage(id="old-r", tool_call_id="old1", content="done"),
+        UserMessage(id="u0", content="again"),
+    )
+    calls = [
+        e
+        for k in range(1, 4)
+        for e in (
+            ev("TOOL_CALL_START", toolCallId=f"tc{k}", toolCallName="lookup"),
+            ev("TOOL_CALL_END", toolCallId=f"tc{k}"),
+        )
+    ]
+    snapshot_message = {
+        "id": "snap-a",
+        "role": "assistant",
+        "toolCalls": [
+            {"id": "sc1", "type": "function", "function": {"name": "x", "arguments": "{}"}}
+        ],
+    }
+    driver, chat = chat_with(
+        succeed(
+            *calls,
+            *text("m1", "between"),
+            encrypted("tool-call", "tc1", "E1"),  # the oldest call of the run
+            encrypted("tool-call", "tc3", "E3"),
+            encrypted("tool-call", "old1", "E0"),  # an earlier run's
+        ),
+        succeed(
+            ev("MESSAGES_SNAPSHOT", messages=[snapshot_message]),
+            encrypted("tool-call", "sc1", "S1"),
+        ),
+        messages=history,
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert len(chat.warnings) == 1 and "tool call 'old1'" in chat.warnings[0]
+    holders = [m for m in chat.messages if isinstance(m, AssistantMessage) and m.tool_calls]
+    values = {c.id: c.encrypted_value for m in holders for c in m.tool_calls or ()}
+    assert values == {"old1": None, "tc1": "E1", "tc2": None, "tc3": "E3"}
+    start(chat, driver, "Next", "u2")
+    driver.run_until_idle()
+    (snap,) = [m for m in chat.messages if m.id == "snap-a"]
+    assert isinstance(snap, AssistantMessage) and snap.tool_calls is not None
+    assert snap.tool_calls[0].encrypted_value == "S1"
+
+
 @pytest.mark.parametrize(
     ("event", "fragment"),
     [
