@@ -15,6 +15,7 @@ from interlude.adapters.fake import (
     ScriptedAgent,
     drop,
     finished,
+    interrupted,
     refuse,
     reply,
     started,
@@ -268,3 +269,29 @@ def test_a_request_reads_the_tool_results_it_carries() -> None:
     first, follow_up = driver.requests
     assert first.tool_results == {}
     assert follow_up.tool_results == {"c1": '{"usd":30}', "c2": "Error: KeyError: 'toaster'"}
+
+
+def test_cancelled_timers_leave_the_fake_drivers_heap() -> None:
+    """Each answered batch with an expiry cancels its timer; the heap must not keep them
+    all until their due time (a cost audit: every idle check read the whole heap, so
+    run_until_idle slowed with the number of batches a long test had answered)."""
+    far = "2099-01-01T00:00:00Z"
+
+    def answer(req: Any) -> Any:
+        if req.resume is not None:
+            return reply(started(req), finished(req))
+        ask = {"id": "q", "reason": "input_required", "expiresAt": far}
+        return reply(started(req), interrupted(req, ask))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat()
+    for n in range(300):
+        chat.send(f"buy {n}")
+        driver.run_until_idle()
+        batch = chat.pending_interrupts
+        assert batch is not None and driver.pending_timers() == [(batch.earliest_expiry, "expiry")]
+        chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": n}])
+        driver.run_until_idle()
+        assert driver.pending_timers() == []
+    assert len(driver._timers) <= 64
+    assert len(driver.requests) == 600 and chat.error is None

@@ -128,6 +128,10 @@ class _Timer:
     purpose: str
 
 
+_KEEP_CANCELLED = 64
+"""Cancelled timers noted before the heap is cleaned of them (amortized O(1) each)."""
+
+
 class FakeDriver(ResourceFactory[Resource]):
     """Runs resources against a :class:`ScriptedAgent`, one step at a time."""
 
@@ -192,6 +196,8 @@ class FakeDriver(ResourceFactory[Resource]):
                 heapq.heappush(self._timers, (c.due, self._timer_seq, t))
             elif isinstance(c, CancelTimer):
                 self._cancelled_timers.add((key, c.timer))
+                if len(self._cancelled_timers) > _KEEP_CANCELLED:
+                    self._drop_cancelled_timers()
             elif isinstance(c, RunTool):
                 self._actions.append(("tool", (resource, c)))
             elif isinstance(c, CancelTool):
@@ -266,6 +272,14 @@ class FakeDriver(ResourceFactory[Resource]):
         return self.agent.requests
 
     # -- actions ---------------------------------------------------------------------------
+
+    def _drop_cancelled_timers(self) -> None:
+        """Take cancelled timers out of the heap (they stay in it until their due time
+        otherwise, and every idle check reads the whole heap)."""
+        dead = self._cancelled_timers
+        self._timers = [e for e in self._timers if (id(e[2].resource), e[2].timer) not in dead]
+        heapq.heapify(self._timers)
+        dead.clear()  # timer ids are never reused once cancelled
 
     def _next_due(self, purpose: str) -> float | None:
         live = [
