@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from interlude.core.pmap import PMap
 
 settings.register_profile(
     "ci",
@@ -15,3 +19,17 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=50)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def pmaps_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the PMaps built from a mapping while the test runs, in order."""
+    built: list[int] = []
+    from_mapping = PMap.from_mapping.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[PMap], members: Any) -> PMap:
+        built.append(len(members))
+        return from_mapping(cls, members)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(PMap, "from_mapping", classmethod(counted))
+    return built

@@ -150,14 +150,13 @@ def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any, 
     refused(s, make(attempt), says)
 
 
-def test_a_tool_result_with_both_a_value_and_an_error_is_refused() -> None:
-    """ToolFinished is one outcome: a driver passing both would have the error win
-    silently, and the tool's value lost without a word."""
-    s, start = announced(Options(local_tools=frozenset({"t"})))
+def tool_running(name: str) -> tuple[State, RunTool]:
+    """A state whose run finished with one call of local tool ``name``, now running."""
+    s, start = announced(Options(local_tools=frozenset({name})))
     ri = start.run_input
     frames = [
         run_started(start),
-        '{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"t"}',
+        json.dumps({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": name}),
         '{"type":"TOOL_CALL_END","toolCallId":"c1"}',
         json.dumps({"type": "RUN_FINISHED", "threadId": ri.thread_id, "runId": ri.run_id}),
     ]
@@ -166,6 +165,13 @@ def test_a_tool_result_with_both_a_value_and_an_error_is_refused() -> None:
         t = step(s, FrameReceived(start.attempt, data), NOW)
         s, commands = t.state, t.commands
     (run,) = [c for c in commands if isinstance(c, RunTool)]
+    return s, run
+
+
+def test_a_tool_result_with_both_a_value_and_an_error_is_refused() -> None:
+    """ToolFinished is one outcome: a driver passing both would have the error win
+    silently, and the tool's value lost without a word."""
+    s, run = tool_running("t")
     refused(s, ToolFinished(run.task, value="done", error="boom"), "a value or an error, not both")
     after = step(s, ToolFinished(run.task, value="done"), NOW).state
     assert selectors.messages(after)[-1].content == "done"
@@ -303,18 +309,7 @@ def test_a_typed_event_or_an_input_class_given_to_step_says_how_to_pass_it() -> 
 def test_a_tool_error_given_as_an_exception_keeps_its_type_name() -> None:
     """Drivers write a tool's failure as 'TypeName: message'; an exception handed to
     ToolFinished as it is reads the same."""
-    s, start = announced(Options(local_tools=frozenset({"look"})))
-    ri = start.run_input
-    frames = [
-        run_started(start),
-        '{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"look"}',
-        '{"type":"TOOL_CALL_END","toolCallId":"c1"}',
-        json.dumps({"type": "RUN_FINISHED", "threadId": ri.thread_id, "runId": ri.run_id}),
-    ]
-    for frame in frames:
-        t = step(s, FrameReceived(start.attempt, frame), NOW)
-        s = t.state
-    (run,) = [c for c in t.commands if isinstance(c, RunTool)]
+    s, run = tool_running("look")
     s = step(s, ToolFinished(run.task, error=ValueError("no such lamp")), NOW).state
     tool = next(m for m in selectors.messages(s) if isinstance(m, ToolMessage))
     assert tool.content == "Error: ValueError: no such lamp"

@@ -384,7 +384,7 @@ def test_wide_objects_become_persistent_maps_that_act_as_frozen_dicts() -> None:
 
 
 def test_flat_root_keeps_a_wide_root_a_frozen_dict_and_shares_below_it(
-    monkeypatch: pytest.MonkeyPatch,
+    pmaps_built: list[int],
 ) -> None:
     """For a field typed as a FrozenDict (an activity's content): the root is copied at
     C speed, never made a PMap that would be built, then copied back, on every patch
@@ -399,14 +399,7 @@ def test_flat_root_keeps_a_wide_root_a_frozen_dict_and_shares_below_it(
             {"op": "replace", "path": "/inner/k5", "value": -5},
         ]
     )
-    built: list[int] = []
-    from_mapping = PMap.from_mapping.__func__  # type: ignore[attr-defined]
-
-    def counted(cls: type[PMap], members: Any) -> PMap:
-        built.append(len(members))
-        return from_mapping(cls, members)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(PMap, "from_mapping", classmethod(counted))
+    built = pmaps_built
     new: Any = apply_patch(doc, ops, flat_root=True)
     assert type(new) is FrozenDict and type(new["inner"]) is PMap
     assert built == [len(wide)]  # the inner object only, once

@@ -47,7 +47,6 @@ from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.patch import SHARE_MEMBERS_FROM
-from interlude.core.pmap import PMap
 from interlude.core.pvec import PVec
 from interlude.core.state import Checkpoint
 from interlude.core.stream import MAX_OPEN
@@ -843,7 +842,7 @@ def test_R_J1_R_J2_activity_snapshots_and_deltas() -> None:
 
 
 def test_R_J2_a_wide_activity_is_patched_without_rebuilding_its_content(
-    monkeypatch: pytest.MonkeyPatch,
+    pmaps_built: list[int],
 ) -> None:
     """R-J2 at scale: an activity whose content has thousands of members (a map keyed by
     task id) takes each ACTIVITY_DELTA as one C-level copy of its FrozenDict. It used to
@@ -865,14 +864,7 @@ def test_R_J2_a_wide_activity_is_patched_without_rebuilding_its_content(
             *deltas,
         )
     )
-    built: list[int] = []
-    from_mapping = PMap.from_mapping.__func__  # type: ignore[attr-defined]
-
-    def counted(cls: type[PMap], members: Any) -> PMap:
-        built.append(len(members))
-        return from_mapping(cls, members)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(PMap, "from_mapping", classmethod(counted))
+    built = pmaps_built
     start(chat, driver)
     driver.run_until_idle()
     assert_idle_ok(chat)
