@@ -53,7 +53,9 @@ class Driver(Protocol):
 class Resource:
     """A chat or completion resource: ``messages``, ``resume``, ``subscribe``...
 
-    Create one through a driver (``FakeDriver.chat()``, ``TrioDriver.chat()``).
+    Create one through a driver (``FakeDriver.chat()``, ``TrioDriver.chat()``); a
+    driver of your own builds it as ``Resource(driver, options)`` (reference.md,
+    "Writing your own").
     Intents take effect synchronously: when ``resume`` returns, the batch is
     claimed and both flags are set; a rejected call raises a subclass of
     :class:`~interlude.core.errors.InterludeError` and changes nothing.
