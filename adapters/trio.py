@@ -357,16 +357,34 @@ async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> 
         if tool.is_async:
             value = await tool.fn(*args)
         else:
-            value = await _in_own_thread(tool.fn, *args, name=f"interlude tool {c.name}")
+            ok, value = await _in_own_thread(tool.fn, *args, name=f"interlude tool {c.name}")
+            if not ok:  # anything the tool raised in its thread, SystemExit included
+                return i.ToolFinished(c.task, error=f"{type(value).__name__}: {value}")
             if inspect.isawaitable(value):  # an async function behind some wrapper
                 value = await value
     except Exception as exc:  # the tool's failure becomes a tool message; cancellation passes
         return i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}")
+    except asyncio.CancelledError as exc:
+        if not _raised_by_the_tool(exc):
+            raise
+        return i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}")
     return i.ToolFinished(c.task, value=value)
 
 
-async def _in_own_thread(fn: Callable[..., Any], *args: Any, name: str) -> Any:
-    """``fn(*args)`` in a daemon thread of its own; cancelling the wait abandons it.
+def _raised_by_the_tool(exc: asyncio.CancelledError) -> bool:
+    """Whether a CancelledError is the tool's own (it awaited a future that someone else
+    cancelled), not a cancellation of this task: let through, it would cancel the
+    driver's task group and stop every resource without a word."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # on trio: only trio.Cancelled cancels, never this
+        return True
+    return task is None or task.cancelling() == 0
+
+
+async def _in_own_thread(fn: Callable[..., Any], *args: Any, name: str) -> tuple[bool, Any]:
+    """``(True, fn(*args))``, or ``(False, the exception it raised)``, from a daemon
+    thread of its own; cancelling the wait abandons it.
 
     Not anyio's worker pool: a tool that ignores its signal keeps its thread, and on
     trio 40 such threads would hold the pool's every token, so no sync tool would run
@@ -379,17 +397,14 @@ async def _in_own_thread(fn: Callable[..., Any], *args: Any, name: str) -> Any:
     def work() -> None:
         try:
             outcome.append((True, fn(*args)))
-        except BaseException as exc:  # handed to the loop, which raises it in the caller
-            outcome.append((False, exc))
+        except BaseException as exc:  # the tool's, whatever it is: a thread's SystemExit
+            outcome.append((False, exc))  # would end only that thread, so report it
         with contextlib.suppress(RuntimeError):  # the loop has ended: nobody waits any more
             call_soon(done.set)
 
     threading.Thread(target=work, name=name, daemon=True).start()
     await done.wait()
-    ok, value = outcome[0]
-    if ok:
-        return value
-    raise value
+    return outcome[0]
 
 
 def _call_soon_threadsafe() -> Callable[[Callable[[], object]], object]:

@@ -295,3 +295,40 @@ def test_cancelled_timers_leave_the_fake_drivers_heap() -> None:
         assert driver.pending_timers() == []
     assert len(driver._timers) <= 64
     assert len(driver.requests) == 600 and chat.error is None
+
+
+async def _awaits_a_cancelled_task(args: Any) -> str:
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    await asyncio.sleep(0)
+    task.cancel()
+    return await task  # type: ignore[no-any-return]
+
+
+def _exits(args: Any) -> str:
+    raise SystemExit(3)
+
+
+@pytest.mark.parametrize(
+    ("tool", "says"),
+    [(_awaits_a_cancelled_task, "CancelledError"), (_exits, "SystemExit: 3")],
+    ids=["own-cancel", "sync-exit"],
+)
+def test_the_fake_driver_reads_a_tools_base_exception_as_the_trio_driver_does(
+    tool: Any, says: str
+) -> None:
+    """R-D5, and the fake driver's promise to run tools as the TrioDriver does: a
+    CancelledError the tool raised itself, or a sync tool's SystemExit, is the tool's
+    failure (it escaped step() before)."""
+
+    def answer(req: Any) -> Any:
+        if len(driver.requests) == 1:
+            return reply(started(req), *tool_call("c1", "t", {}), finished(req))
+        return reply(started(req), *text("m2", "Done."), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer), tool_loop="asyncio")
+    chat = driver.chat(local_tools={"t": tool})
+    chat.send("go")
+    driver.run_until_idle()
+    assert chat.error is None and chat.messages[-1].content == "Done."
+    (result,) = driver.requests[1].tool_results.values()
+    assert result.startswith(f"Error: {says}")

@@ -790,6 +790,102 @@ def test_a_failing_tool_becomes_a_tool_message() -> None:
     assert "ValueError: no such item" in result["content"]
 
 
+async def awaits_a_cancelled_task(args: Any) -> str:
+    """Ordinary asyncio code: a task someone else cancelled raises CancelledError here."""
+    import asyncio
+
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    await asyncio.sleep(0)
+    task.cancel()
+    return await task
+
+
+def exits(args: Any) -> str:
+    raise SystemExit(3)
+
+
+@pytest.mark.parametrize(
+    ("backend", "tool", "says"),
+    [
+        ("asyncio", awaits_a_cancelled_task, "CancelledError"),
+        ("asyncio", exits, "SystemExit: 3"),
+        ("trio", exits, "SystemExit: 3"),
+    ],
+    ids=["asyncio-own-cancel", "asyncio-sync-exit", "trio-sync-exit"],
+)
+def test_a_tool_raising_a_base_exception_of_its_own_is_a_tool_failure(
+    backend: str, tool: Callable[..., Any], says: str
+) -> None:
+    """R-D5: a CancelledError an async tool raised itself (it awaited a task someone else
+    cancelled), or a SystemExit from a sync tool's thread, is that tool's failure. It
+    used to get past the driver and cancel its task group: every resource stopped
+    without an error, and the code after the caller's await was skipped."""
+
+    def call_tool(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "t", {}), finished(req)]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m2", "Done."), finished(req)]
+
+    transport = ScriptedTransport(call_tool, answer, answer)
+    after: list[str] = []
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(local_tools={"t": tool})
+                chat.send("go")
+                await chat.wait_idle()
+                after.append("the caller goes on")
+                assert chat.error is None and last_text(chat) == "Done."
+                other = driver.chat()
+                other.send("still running?")
+                await other.wait_idle()
+                assert other.error is None and last_text(other) == "Done."
+
+    anyio.run(main, backend=backend)
+    assert after == ["the caller goes on"]
+    (result,) = [m for m in transport.bodies[1]["messages"] if m["role"] == "tool"]
+    assert result["content"].startswith(f"Error: {says}")
+
+
+def test_cancelling_an_async_tool_still_cancels_it_on_asyncio() -> None:
+    """The other side of the rule above: a real cancellation (stop) of an async tool is
+    not taken for the tool's own CancelledError."""
+    import asyncio
+
+    entered = anyio.Event()
+    outcome: list[str] = []
+
+    async def slow(args: Any) -> str:
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+        return "finished"
+
+    def call_tool(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "slow", {}), finished(req)]
+
+    transport = ScriptedTransport(call_tool)
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(local_tools={"slow": slow})
+                chat.send("go")
+                await entered.wait()
+                chat.stop()
+                await until(lambda: outcome == ["cancelled"])
+                assert not chat.is_loading and chat.error is None
+                assert not [m for m in chat.messages if m.role == "tool"]
+
+    anyio.run(main, backend="asyncio")
+    assert len(transport.requests) == 1
+
+
 def test_stop_cancels_running_tools_and_sets_their_signal() -> None:
     """Stop (CancelTool): both tools learn of it through their signal; nothing is sent after."""
     entered = threading.Event()

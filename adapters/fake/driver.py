@@ -352,6 +352,13 @@ class FakeDriver(ResourceFactory[Resource]):
                 value = self._run_to_end(value)
         except Exception as exc:  # the tool's failure becomes a tool message
             resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
+        except (asyncio.CancelledError, SystemExit) as exc:
+            # As under the TrioDriver: a CancelledError the tool raised itself (nothing
+            # cancels it here), and a sync tool's SystemExit (there it ends only the
+            # tool's thread), are the tool's failure; an async tool's SystemExit is not.
+            if isinstance(exc, SystemExit) and tool is not None and tool.is_async:
+                raise
+            resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
         else:
             resource.apply(i.ToolFinished(c.task, value=value))
         return True
