@@ -238,7 +238,9 @@ class HttpxTransport:
         except httpx.PoolTimeout as exc:
             raise TransportError(
                 f"no connection to {self._where} came free in the client's pool within "
-                f"{self._connect_timeout} s",
+                f"{self._connect_timeout} s (connect_timeout): every open stream holds one. "
+                "For more runs at once, pass client=httpx.AsyncClient(limits=httpx.Limits("
+                "max_connections=...)); the default client holds 100",
                 retryable=True,
             ) from exc
         except httpx.ConnectError as exc:

@@ -775,6 +775,44 @@ def test_a_refused_connection_is_a_retryable_transport_error() -> None:
     trio.run(main)
 
 
+def test_a_full_connection_pool_says_how_to_carry_more_streams() -> None:
+    """Every open stream holds a connection of the client's pool (100 in httpx's default
+    client); one more waits connect_timeout, then fails retryably, saying what to pass."""
+    holding = trio.Event()
+
+    async def answer(stream: trio.SocketStream) -> None:
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(FRAME), FRAME)
+        )
+        holding.set()
+        await trio.sleep(WAIT)  # the first stream stays open, holding the one connection
+
+    async def main() -> None:
+        async with (
+            raw_server(answer) as url,
+            httpx.AsyncClient(limits=httpx.Limits(max_connections=1)) as client,
+            HttpxTransport(url, client=client, connect_timeout=0.2) as transport,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def first() -> None:
+                async with aclosing(transport.stream(b"{}")) as frames:
+                    async for _ in frames:
+                        pass
+
+            nursery.start_soon(first)
+            await holding.wait()
+            with pytest.raises(TransportError, match="came free") as caught:
+                await collect(transport)
+            nursery.cancel_scope.cancel()
+        assert caught.value.retryable and caught.value.status is None
+        assert "within 0.2 s (connect_timeout): every open stream holds one" in str(caught.value)
+        assert "httpx.Limits(max_connections=...)" in str(caught.value)
+
+    trio.run(main)
+
+
 def test_no_response_head_in_time_is_a_retryable_transport_error() -> None:
     async def answer(stream: trio.SocketStream) -> None:
         await trio.sleep(WAIT)
