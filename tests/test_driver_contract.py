@@ -138,8 +138,9 @@ def test_send_starting_twice_changes_nothing() -> None:
         (999, "999 was never issued by this state"),
         (0, "0 was never issued by this state"),
         (-1, "-1 was never issued by this state"),
-        ("1", "is the int its command carried, not str '1'"),
+        ("1", "is the int its command carried, not str '1': pass the command's number back"),
         (None, "is the int its command carried, not NoneType None"),
+        (True, "is the int its command carried, not bool True"),
     ],
 )
 def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any, says: str) -> None:
@@ -172,7 +173,10 @@ def test_a_tool_result_with_both_a_value_and_an_error_is_refused() -> None:
     """ToolFinished is one outcome: a driver passing both would have the error win
     silently, and the tool's value lost without a word."""
     s, run = tool_running("t")
-    refused(s, ToolFinished(run.task, value="done", error="boom"), "a value or an error, not both")
+    for value in ("done", "", 0, False):
+        refused(
+            s, ToolFinished(run.task, value=value, error="boom"), "a value or an error, not both"
+        )
     after = step(s, ToolFinished(run.task, value="done"), NOW).state
     assert selectors.messages(after)[-1].content == "done"
 

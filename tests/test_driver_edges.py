@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 
+from interlude.adapters.agent_scenarios import rfc3339
 from interlude.adapters.fake import (
     FakeDriver,
     Request,
@@ -332,3 +333,46 @@ def test_the_fake_driver_reads_a_tools_base_exception_as_the_trio_driver_does(
     assert chat.error is None and chat.messages[-1].content == "Done."
     (result,) = driver.requests[1].tool_results.values()
     assert result.startswith(f"Error: {says}")
+
+
+def test_live_timers_still_fire_in_order_after_the_heap_is_cleaned() -> None:
+    """The cleaning of cancelled timers keeps the heap a heap: cancelled timers due
+    sooner sit above live ones, and once they are taken out, each live timer still
+    fires at its own time, the soonest first."""
+
+    def answer(req: Any) -> Any:
+        if req.resume is not None:
+            return reply(started(req), finished(req))
+        due = req.json["messages"][-1]["content"]
+        ask = {"id": "q", "reason": "input_required", "expiresAt": due}
+        return reply(started(req), interrupted(req, ask))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    start = driver.clock.now()
+    churn = driver.chat()
+
+    def cancelled_timers(count: int) -> None:  # each due in 5 minutes, then cancelled
+        for _ in range(count):
+            churn.send(rfc3339(start + 300))
+            driver.run_until_idle()
+            batch = churn.pending_interrupts
+            assert batch is not None
+            churn.resume(batch.id, [{"interrupt_id": "q", "status": "cancelled"}])
+            driver.run_until_idle()
+
+    cancelled_timers(40)
+    waiting = []
+    for minutes in (30, 10, 20):  # three live expiry timers, out of order
+        chat = driver.chat()
+        chat.send(rfc3339(start + minutes * 60))
+        driver.run_until_idle()
+        waiting.append((minutes, chat))
+    cancelled_timers(25)  # the 65th cancellation cleans the heap, last of all
+    assert len(driver.pending_timers()) == 3
+    told: list[int] = []
+    for minutes, chat in waiting:
+        chat.subscribe(lambda r, minutes=minutes: told.append(minutes))
+    for left, minutes in enumerate((10, 20, 30), 1):
+        driver.advance_to(start + minutes * 60)
+        assert told == [10, 20, 30][:left]  # its timer fired at its own time (R-G3)
+        assert len(driver.pending_timers()) == 3 - left

@@ -396,6 +396,9 @@ def test_flat_root_keeps_a_wide_root_a_frozen_dict_and_shares_below_it(
         [
             {"op": "replace", "path": "/k3", "value": -3},
             {"op": "move", "from": "/k4", "path": "/moved"},
+            {"op": "add", "path": "/new", "value": 1},
+            {"op": "remove", "path": "/k1"},
+            {"op": "copy", "from": "/k2", "path": "/copied"},
             {"op": "replace", "path": "/inner/k5", "value": -5},
         ]
     )
@@ -404,6 +407,7 @@ def test_flat_root_keeps_a_wide_root_a_frozen_dict_and_shares_below_it(
     assert type(new) is FrozenDict and type(new["inner"]) is PMap
     assert built == [len(wide)]  # the inner object only, once
     assert (new["k3"], new["moved"], new["inner"]["k5"], "k4" in new) == (-3, 4, -5, False)
+    assert (new["new"], new["copied"], "k1" in new) == (1, 2, False)
     assert type(apply_patch(doc, ops)) is PMap  # without it, the root is shared too
     assert type(doc) is FrozenDict and doc["k3"] == 3  # the input is unchanged
 

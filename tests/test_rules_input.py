@@ -32,6 +32,7 @@ from interlude.adapters.fake import (
     ScriptedAgent,
     drop,
     finished,
+    held,
     reply,
     run_error,
     started,
@@ -666,6 +667,25 @@ def test_R_E2_R_J5_a_cancelled_outcome_sends_the_deferred_input():
     assert driver.requests[2].resume is None
     assert comp.output == "answer to input-C"
     assert (comp.is_loading, comp.is_resuming, comp.needs_new_thread) == (False, False, False)
+
+
+@pytest.mark.parametrize("outcome", [None, {"type": "cancelled"}], ids=["success", "cancelled"])
+def test_R_E2_the_deferred_input_closes_the_finished_runs_stream(outcome):
+    """R-E2, R-J3: the resumed run's stream stays open after RUN_FINISHED for a late
+    RUN_ERROR; the deferred input is new input, so it closes that stream
+    (AbortAttempt) in the very transition that starts it."""
+    ending = (lambda req: finished(req, outcome)) if outcome else finished
+    driver, comp, batch = paused_completion(lambda req: held(started(req), ending(req)))
+    comp.set_input("input-C")
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()  # the resume goes out; its reply is held
+    resumed = driver.requests[-1].attempt
+    driver.release(2)  # RUN_STARTED and RUN_FINISHED, and the body stays open
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A", "input-C"]
+    (abort,) = [c for c in driver.commands if c == AbortAttempt(resumed)]
+    starts = [n for n, c in enumerate(driver.commands) if type(c).__name__ == "StartAttempt"]
+    assert driver.commands.index(abort) < starts[-1]
 
 
 def test_R_J5_a_cancelled_outcome_with_the_input_unchanged_starts_nothing():

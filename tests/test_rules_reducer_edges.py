@@ -88,6 +88,27 @@ def test_max_tool_rounds_allows_that_many_rounds_then_runs_no_more_tools(limit: 
     assert not chat.is_loading
 
 
+def test_every_call_of_a_refused_round_gets_its_not_run_result() -> None:
+    """R-D5, max_tool_rounds=0: a round of two calls runs neither, and each gets its own
+    tool message, so the history the next request carries has no call left open."""
+    ran: list[str] = []
+
+    def answer(req: Any) -> Any:
+        calls = (*tool_call("c1", "t", {}), *tool_call("c2", "t", {}))
+        return reply(started(req), *calls, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(Options(max_tool_rounds=0), local_tools={"t": ran.append})
+    chat.send("go")
+    driver.run_until_idle()
+    results = [m for m in chat.messages if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, str(m.content)[:16]) for m in results] == [
+        ("c1", "Error: not run: "),
+        ("c2", "Error: not run: "),
+    ]
+    assert ran == [] and isinstance(chat.error, ToolError) and len(driver.requests) == 1
+
+
 def test_a_call_whose_parent_is_not_an_assistant_message_gets_its_own() -> None:
     """R-F7: a TOOL_CALL_START naming a reasoning message as its parent must not crash the
     reducer; as AG-UI clients do, the call gets an assistant message of its own."""

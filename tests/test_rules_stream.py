@@ -47,6 +47,7 @@ from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import FrozenDict, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.patch import SHARE_MEMBERS_FROM
+from interlude.core.pmap import PMap
 from interlude.core.pvec import PVec
 from interlude.core.state import Checkpoint
 from interlude.core.stream import MAX_OPEN
@@ -871,6 +872,25 @@ def test_R_J2_a_wide_activity_is_patched_without_rebuilding_its_content(
     (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
     assert type(activity.content) is FrozenDict and built == []
     assert [activity.content[f"task{k}"] for k in (0, 4, 5)] == ["done", "done", "queued"]
+
+
+def test_R_J2_a_wide_shared_state_becomes_a_pmap_once_and_stays_one(
+    pmaps_built: list[int],
+) -> None:
+    """The other side of the activity rule: the shared state is not typed as a
+    FrozenDict, so a wide one becomes a PMap at its first patch and every later patch
+    changes it in O(log n), with no PMap built again."""
+    wide = {f"k{i}": i for i in range(SHARE_MEMBERS_FROM + 100)}
+    deltas = [
+        ev("STATE_DELTA", delta=[{"op": "replace", "path": f"/k{k}", "value": -k}])
+        for k in range(5)
+    ]
+    driver, chat = chat_with(succeed(ev("STATE_SNAPSHOT", snapshot=wide), *deltas))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert type(chat.state) is PMap and pmaps_built == [len(wide)]
+    assert [chat.state[f"k{k}"] for k in (1, 4, 5)] == [-1, -4, 5]
 
 
 @pytest.mark.parametrize(

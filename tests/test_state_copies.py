@@ -8,7 +8,15 @@ from typing import Any
 import attrs
 import pytest
 
-from interlude.core import FrameReceived, Options, Send, SendStarting, initial_state, step
+from interlude.core import (
+    FrameReceived,
+    Options,
+    Send,
+    SendStarting,
+    initial_state,
+    selectors,
+    step,
+)
 from interlude.core.commands import StartAttempt
 from interlude.core.errors import ProtocolError
 from interlude.core.state import State, _copier, evolve, replacer
@@ -81,6 +89,50 @@ def test_message_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None
     assert isinstance(bump(left, "y").error, ProtocolError)  # y is only in the other branch
     assert isinstance(bump(right, "x").error, ProtocolError)
     assert isinstance(bump(left, "never").error, ProtocolError)
+
+
+def test_call_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
+    """The same for tool calls (REASONING_ENCRYPTED_VALUE finds its call through the
+    hints): a hint from the other branch is checked and, when wrong, a scan finds the
+    call; a call started twice in one branch gives the value to the newest holder."""
+    t = step(initial_state(Options(), thread_id="t"), Send("hi"), 0.0)
+    (start,) = t.commands
+    assert isinstance(start, StartAttempt)
+    a = start.attempt
+    s = step(t.state, SendStarting(a), 0.0).state
+    run_id = start.run_input.run_id
+    s = step(s, FrameReceived(a, _frame(type="RUN_STARTED", threadId="t", runId=run_id)), 0.0).state
+
+    def call(state: State, cid: str) -> State:
+        for event in (
+            _frame(type="TOOL_CALL_START", toolCallId=cid, toolCallName="f"),
+            _frame(type="TOOL_CALL_END", toolCallId=cid),
+        ):
+            state = step(state, FrameReceived(a, event), 0.0).state
+        return state
+
+    def sealed(state: State, cid: str) -> State:
+        value = _frame(
+            type="REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId=cid, encryptedValue="E"
+        )
+        return step(state, FrameReceived(a, value), 0.0).state
+
+    def values(state: State) -> list[tuple[str, str | None]]:
+        return [
+            (c.id, c.encrypted_value)
+            for m in selectors.messages(state)
+            if isinstance(m, AssistantMessage)
+            for c in m.tool_calls or ()
+        ]
+
+    left = call(call(s, "c1"), "c2")  # c1's holder at 1, c2's at 2
+    right = call(call(s, "c2"), "c1")  # the hint for c1 now says 2
+    done = sealed(left, "c1")
+    assert values(done) == [("c1", "E"), ("c2", None)] and done.warnings == ()
+    assert values(sealed(right, "c1")) == [("c2", None), ("c1", "E")]
+    twice = sealed(call(left, "c1"), "c1")  # c1 started again: the newest holder takes it
+    assert values(twice) == [("c1", None), ("c2", None), ("c1", "E")]
+    assert len(sealed(left, "c9").warnings) == 1  # in no branch: dropped, with a warning
 
 
 def _frame(**event: Any) -> str:

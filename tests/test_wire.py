@@ -927,6 +927,7 @@ def test_rfc3339_valid(text: str, epoch: float) -> None:
         "2026-01-01T23:59:61Z",
         "2027-06-15T12:34:60Z",  # a leap second only ends a month, at 23:59:60 UTC
         "2016-12-30T23:59:60Z",
+        "2016-12-31T23:58:60Z",
         "2016-12-31T23:59:60+01:00",  # 22:59:60 UTC
         "2017-01-01T00:59:60+02:00",  # 22:59:60 UTC
         "2017-01-31T23:59:60-01:00",  # February 1st, 00:59:60 UTC
@@ -953,6 +954,15 @@ def test_rfc3339_invalid(text: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_rfc3339(text)
     assert len(str(info.value)) < 200
+
+
+def test_rfc3339_says_where_a_leap_second_may_fall() -> None:
+    with pytest.raises(ValueError) as info:
+        parse_rfc3339("2027-06-15T12:34:60Z")
+    assert str(info.value) == (
+        "'2027-06-15T12:34:60Z': a leap second (:60) comes only at 23:59:60 UTC "
+        "on the last day of a month"
+    )
 
 
 def test_rfc3339_refuses_non_strings() -> None:
