@@ -63,13 +63,7 @@ def test_generated_copies_equal_attrs_evolve() -> None:
 def test_message_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
     """The draft's id hints are shared by its versions; a caller that steps the same state
     twice (a test, a what-if) still gets each branch's own answer."""
-    t = step(initial_state(Options(), thread_id="t"), Send("hi"), 0.0)
-    (start,) = t.commands
-    assert isinstance(start, StartAttempt)
-    a = start.attempt
-    s = step(t.state, SendStarting(a), 0.0).state
-    run_id = start.run_input.run_id
-    s = step(s, FrameReceived(a, _frame(type="RUN_STARTED", threadId="t", runId=run_id)), 0.0).state
+    s, a = _acknowledged()
 
     def activity(state: State, mid: str) -> State:
         snap = _frame(type="ACTIVITY_SNAPSHOT", messageId=mid, activityType="x", content={"n": 0})
@@ -95,13 +89,7 @@ def test_call_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
     """The same for tool calls (REASONING_ENCRYPTED_VALUE finds its call through the
     hints): a hint from the other branch is checked and, when wrong, a scan finds the
     call; a call started twice in one branch gives the value to the newest holder."""
-    t = step(initial_state(Options(), thread_id="t"), Send("hi"), 0.0)
-    (start,) = t.commands
-    assert isinstance(start, StartAttempt)
-    a = start.attempt
-    s = step(t.state, SendStarting(a), 0.0).state
-    run_id = start.run_input.run_id
-    s = step(s, FrameReceived(a, _frame(type="RUN_STARTED", threadId="t", runId=run_id)), 0.0).state
+    s, a = _acknowledged()
 
     def call(state: State, cid: str) -> State:
         for event in (
@@ -133,6 +121,18 @@ def test_call_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
     twice = sealed(call(left, "c1"), "c1")  # c1 started again: the newest holder takes it
     assert values(twice) == [("c1", None), ("c2", None), ("c1", "E")]
     assert len(sealed(left, "c9").warnings) == 1  # in no branch: dropped, with a warning
+
+
+def _acknowledged() -> tuple[State, int]:
+    """A chat whose first run is acknowledged, and that run's attempt."""
+    t = step(initial_state(Options(), thread_id="t"), Send("hi"), 0.0)
+    (start,) = t.commands
+    assert isinstance(start, StartAttempt)
+    a = start.attempt
+    s = step(t.state, SendStarting(a), 0.0).state
+    run_id = start.run_input.run_id
+    s = step(s, FrameReceived(a, _frame(type="RUN_STARTED", threadId="t", runId=run_id)), 0.0).state
+    return s, a
 
 
 def _frame(**event: Any) -> str:
