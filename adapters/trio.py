@@ -350,7 +350,7 @@ def _cancel(scopes: dict[int, anyio.CancelScope], key: int) -> None:
 async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> i.ToolFinished:
     if tool is None:
         problem = f"no local tool named {c.name!r} was given to this driver"
-        return i.ToolFinished(c.task, error=f"LookupError: {problem}")
+        return i.ToolFinished(c.task, error=LookupError(problem))
     arguments = thaw(c.arguments)
     args = tool.arguments(arguments, signal)
     try:
@@ -359,15 +359,15 @@ async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> 
         else:
             ok, value = await _in_own_thread(tool.fn, *args, name=f"interlude tool {c.name}")
             if not ok:  # anything the tool raised in its thread, SystemExit included
-                return i.ToolFinished(c.task, error=f"{type(value).__name__}: {value}")
+                return i.ToolFinished(c.task, error=value)
             if inspect.isawaitable(value):  # an async function behind some wrapper
                 value = await value
     except Exception as exc:  # the tool's failure becomes a tool message; cancellation passes
-        return i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}")
+        return i.ToolFinished(c.task, error=exc)  # the reducer writes "TypeName: message"
     except asyncio.CancelledError as exc:
         if not _raised_by_the_tool(exc):
             raise
-        return i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}")
+        return i.ToolFinished(c.task, error=exc)
     return i.ToolFinished(c.task, value=value)
 
 

@@ -951,6 +951,11 @@ def _tool_message(tx: _Tx, tool_call_id: str, content: str, error: str | None) -
     )
 
 
+def _tool_failure(tx: _Tx, tool_call_id: str, problem: str) -> ToolMessage:
+    """The tool message of a call that failed or did not run: ``Error: `` and why."""
+    return _tool_message(tx, tool_call_id, f"Error: {problem}", problem)
+
+
 def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
     """R-D5: run the new eligible calls concurrently; results keep call order."""
     if tx.s.tool_rounds >= tx.s.options.max_tool_rounds:
@@ -980,7 +985,7 @@ def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
                 except (ValueError, NotJSONError) as exc:
                     problem = f"the arguments of tool call {call_id!r} are not JSON ({exc})"
         if problem is not None:
-            result = _tool_message(tx, call_id, f"Error: {problem}", problem)
+            result = _tool_failure(tx, call_id, problem)
             tasks.append(ToolTask(task=task, tool_call_id=call_id, name=name, result=result))
         else:
             tasks.append(ToolTask(task=task, tool_call_id=call_id, name=name))
@@ -1009,9 +1014,8 @@ def _refuse_round(tx: _Tx, pending: tuple[str, ...]) -> None:
         f"the endpoint asked for round {tx.s.tool_rounds + 1} of local tools in one "
         f"interaction (max_tool_rounds={limit})"
     )
-    problem = f"not run: {asked}"
     cp = tx.s.checkpoint
-    results = [_tool_message(tx, c, f"Error: {problem}", problem) for c in pending]
+    results = [_tool_failure(tx, c, f"not run: {asked}") for c in pending]
     tx.set(checkpoint=evolve(cp, messages=cp.messages.extend(results)))
     _interrupt(
         tx,
@@ -1151,7 +1155,7 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
         why = i.error
         if isinstance(why, BaseException):
             why = f"{type(why).__name__}: {why}"
-        result = _tool_message(tx, t.tool_call_id, f"Error: {why}", str(why))
+        result = _tool_failure(tx, t.tool_call_id, str(why))
     elif isinstance(i.value, str):
         result = _tool_message(tx, t.tool_call_id, i.value, None)
     else:
@@ -1159,7 +1163,7 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
             content = dumps(freeze(i.value))
         except NotJSONError as exc:
             problem = f"tool {t.name!r} returned a value that is not JSON ({exc.reason})"
-            result = _tool_message(tx, t.tool_call_id, f"Error: {problem}", problem)
+            result = _tool_failure(tx, t.tool_call_id, problem)
         else:
             result = _tool_message(tx, t.tool_call_id, content, None)
     tasks = (*r.tasks[:n], evolve(t, result=result), *r.tasks[n + 1 :])

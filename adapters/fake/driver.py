@@ -351,14 +351,14 @@ class FakeDriver(ResourceFactory[Resource]):
             if inspect.isawaitable(value):  # an async tool, or one behind a wrapper
                 value = self._run_to_end(value)
         except Exception as exc:  # the tool's failure becomes a tool message
-            resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
+            resource.apply(i.ToolFinished(c.task, error=exc))  # written "TypeName: message"
         except (asyncio.CancelledError, SystemExit) as exc:
             # As under the TrioDriver: a CancelledError the tool raised itself (nothing
             # cancels it here), and a sync tool's SystemExit (there it ends only the
             # tool's thread), are the tool's failure; an async tool's SystemExit is not.
             if isinstance(exc, SystemExit) and tool is not None and tool.is_async:
                 raise
-            resource.apply(i.ToolFinished(c.task, error=f"{type(exc).__name__}: {exc}"))
+            resource.apply(i.ToolFinished(c.task, error=exc))
         else:
             resource.apply(i.ToolFinished(c.task, value=value))
         return True
