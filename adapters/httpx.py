@@ -456,14 +456,14 @@ def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
                 "a header name must be an HTTP token (letters, digits, -): "
                 + (f"the one beginning {valid.group()!r} is not" if valid else f"not {_kind(name)}")
             )
-        if not isinstance(value, str) or not value.isascii() or any(c in value for c in "\r\n\0"):
-            what = (
-                _kind(value)
-                if not isinstance(value, str)
-                else "a line break or NUL"
-                if any(c in value for c in "\r\n\0")
-                else "a character that is not ASCII"
-            )
+        what = None
+        if not isinstance(value, str):
+            what = _kind(value)
+        elif any(c in value for c in "\r\n\0"):
+            what = "a line break or NUL"
+        elif not value.isascii():
+            what = "a character that is not ASCII"
+        if what is not None:
             raise UsageError(
                 f"the value of header {name!r} must be ASCII text on one line; it holds "
                 f"{what} (encode other text, for example as RFC 8187 or base64)"
