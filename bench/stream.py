@@ -50,6 +50,7 @@ __all__ = [
     "observe",
     "section",
     "snapshot_cost",
+    "tool_round_cost",
     "wide_object_cost",
 ]
 
@@ -376,6 +377,37 @@ def wide_object_cost(count: int) -> float:
     return seconds / len(lines)
 
 
+def tool_round_cost(count: int) -> float:
+    """Seconds per local tool result for a run that ends with ``count`` calls of one local
+    tool (``workload.local_calls``): from the round's start, through the fake driver (each
+    tool one step), to the follow-up run's end; no observer."""
+    lines = workload.local_calls(count)
+
+    def answer(req: Request) -> Any:
+        body = lines if req.json["messages"][-1]["role"] != "tool" else ()
+        return reply(
+            workload.started_line(req.thread_id, req.run_id),
+            *body,
+            workload.finished_line(req.thread_id, req.run_id),
+        )
+
+    def setup() -> _Setup:
+        driver = FakeDriver(ScriptedAgent(answer))
+        chat = driver.chat(local_tools={workload.LOCAL_TOOL: lambda args: "found"})
+        chat.send("look everything up")
+        while chat.core_state.tools is None:
+            if not driver.step():
+                raise AssertionError(f"the run did not start its tools: {chat.error!r}")
+        return _Setup(driver, chat, Observer(), [])
+
+    s = setup()
+    seconds = timed(lambda: s, _through_driver)
+    results = sum(1 for m in s.chat.messages if m.role == "tool")
+    if s.chat.error is not None or s.chat.is_loading or results != count:
+        raise AssertionError(f"{results} tool results of {count}, error {s.chat.error!r}")
+    return seconds / count
+
+
 # -- the table ------------------------------------------------------------------------
 
 
@@ -481,6 +513,7 @@ def section(
         for cost, label in (
             (many_messages_cost, "{:,} messages added to one run, each named by id"),
             (wide_object_cost, "{:,} members added to one state object, one per patch"),
+            (tool_round_cost, "{:,} local tool results in one round, per result"),
         ):
             grown = _per_size(out, long_sizes, cost, label, progress)
             if lo != hi:
@@ -524,6 +557,11 @@ def section(
             "members added to one state object: each STATE_DELTA adds a member and replaces "
             "one added earlier; past SHARE_MEMBERS_FROM (1,024) members the object is a "
             "PMap, so a patch copies a few small dicts rather than the object"
+        )
+        out.notes.append(
+            "local tool results in one round: a run ends with N calls of a local tool; "
+            "timed from the round's start through the fake driver (a step per tool) to the "
+            "follow-up's end; each result is found by bisection and stored in the round's PVec"
         )
     context = Section("Context: @ag-ui/client 1.0.0 (TypeScript), quoted from the issue")
     context.headers = ("events", "@ag-ui/client 1.0.0 (quoted)", "interlude (measured)", "")

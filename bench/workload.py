@@ -13,11 +13,13 @@ from typing import Any
 
 __all__ = [
     "KINDS",
+    "LOCAL_TOOL",
     "STATE_ITEMS",
     "content_mix",
     "dumps",
     "finished_line",
     "kind_stream",
+    "local_calls",
     "long_text",
     "many_messages",
     "started_line",
@@ -286,6 +288,23 @@ def wide_object(count: int) -> list[str]:
         if n > 1:
             ops.append({"op": "replace", "path": f"/members/m{n // 2}/n", "value": -n})
         lines.append(dumps({"type": "STATE_DELTA", "delta": ops}))
+    return lines
+
+
+LOCAL_TOOL = "local_lookup"
+"""The tool ``local_calls`` calls: the benchmark's client runs it itself."""
+
+
+def local_calls(count: int) -> list[str]:
+    """``count`` calls of ``LOCAL_TOOL`` in one run: a round of ``count`` local tools once
+    it finishes, each result stored in the round (copying the round per result would be
+    quadratic)."""
+    lines: list[str] = []
+    for n in range(count):
+        start = {"type": "TOOL_CALL_START", "toolCallId": f"call-{n}", "toolCallName": LOCAL_TOOL}
+        lines.append(dumps(start))
+        lines.append(dumps({"type": "TOOL_CALL_ARGS", "toolCallId": f"call-{n}", "delta": "{}"}))
+        lines.append(dumps({"type": "TOOL_CALL_END", "toolCallId": f"call-{n}"}))
     return lines
 
 

@@ -197,6 +197,12 @@ class _Tx:
         self.set(serial=n)
         return n
 
+    def serials(self, count: int) -> range:
+        """``count`` consecutive serials, drawn at once."""
+        first = self.s.serial + 1
+        self.set(serial=first + count - 1)
+        return range(first, first + count)
+
     def new_id(self, kind: str) -> str:
         return f"{_prefix(self.s.options)}-{kind}-{self.serial()}"
 
@@ -964,8 +970,8 @@ def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
     calls = _calls_by_id(stream)
     local = tx.s.options.local_tools
     tasks: list[ToolTask] = []
-    for call_id in pending:
-        task = tx.serial()
+    # Consecutive task numbers: a result finds its task by subtraction (ToolRound.find).
+    for task, call_id in zip(tx.serials(len(pending)), pending, strict=True):
         found = calls.get(call_id)
         problem: str | None = None
         args: JSON = None
@@ -990,7 +996,8 @@ def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
         else:
             tasks.append(ToolTask(task=task, tool_call_id=call_id, name=name))
             tx.emit(RunTool(task, call_id, name, args))
-    tx.set(tools=ToolRound(tuple(tasks)))
+    waiting = sum(t.result is None for t in tasks)
+    tx.set(tools=ToolRound(PVec.from_iterable(tasks), waiting))
     _tools_progress(tx)
 
 
@@ -1142,9 +1149,7 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
             "no value (pass error= alone)"
         )
     r = s.tools
-    n = None
-    if r is not None:
-        n = next((k for k, t in enumerate(r.tasks) if t.task == i.task and t.result is None), None)
+    n = r.find(i.task) if r is not None else None
     if r is None or n is None:
         _check_issued(s, i.task, "ToolFinished: task")
         return Transition(s)  # a late result of a cancelled tool (R-H1)
@@ -1166,8 +1171,7 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
             result = _tool_failure(tx, t.tool_call_id, problem)
         else:
             result = _tool_message(tx, t.tool_call_id, content, None)
-    tasks = (*r.tasks[:n], evolve(t, result=result), *r.tasks[n + 1 :])
-    tx.set(tools=ToolRound(tasks))
+    tx.set(tools=r.finish(n, result))
     _tools_progress(tx)
     return tx.done()
 

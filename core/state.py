@@ -214,13 +214,34 @@ class ToolTask:
 
 @attrs.frozen
 class ToolRound:
-    """Local tools of one finished run, running concurrently; results in call order."""
+    """Local tools of one finished run, running concurrently; results in call order.
 
-    tasks: tuple[ToolTask, ...]
+    The tasks' numbers are consecutive, in call order, so a result finds its task by
+    subtraction and is stored in O(log n): a round of thousands of calls costs no more
+    per result than a round of one.
+    """
+
+    tasks: PVec[ToolTask]
+    waiting: int
+    """Tasks without a result yet."""
 
     @property
     def done(self) -> bool:
-        return all(t.result is not None for t in self.tasks)
+        return self.waiting == 0
+
+    def find(self, task: int) -> int | None:
+        """The position of running task ``task``, or None (unknown, or finished)."""
+        if not self.tasks or type(task) is not int:
+            return None
+        n = task - self.tasks[0].task
+        if 0 <= n < len(self.tasks) and (t := self.tasks[n]).task == task and t.result is None:
+            return n
+        return None
+
+    def finish(self, n: int, result: ToolMessage) -> ToolRound:
+        """This round with the task at position ``n`` given its ``result``."""
+        t = self.tasks[n]
+        return ToolRound(self.tasks.set(n, evolve(t, result=result)), self.waiting - 1)
 
 
 @attrs.frozen

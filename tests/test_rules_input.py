@@ -8,6 +8,7 @@ error and leave ``core_state`` exactly as it was.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +53,7 @@ from interlude.core.errors import (
 )
 from interlude.core.json import thaw
 from interlude.core.options import Options, RetryPolicy
+from interlude.core.pvec import PVec
 from interlude.core.state import Batch
 from interlude.core.wire.messages import AssistantMessage, ToolMessage, UserMessage
 
@@ -466,6 +468,46 @@ def test_R_D5_tools_run_concurrently_and_results_keep_call_order():
         ("c-2", "second"),
         ("c-3", "third"),
     ]
+    assert (chat.is_loading, chat.error) == (False, None)
+
+
+def test_R_D5_a_wide_round_finishing_in_any_order_commits_in_call_order():
+    """R-D5 at scale: 300 calls, every fourth with arguments that are not JSON (failed
+    at once), the rest finishing in a shuffled order, one result repeated (a late result,
+    ignored). The follow-up carries one result per call, in call order. The round finds
+    a result's task by bisection and stores it in a PVec: a result used to copy the
+    round's whole tuple, so a round of 10,000 calls cost 10,000 copies of 10,000."""
+    calls = [(f"c-{n:03d}", "{not json" if n % 4 == 0 else {"n": n}) for n in range(300)]
+    agent = ScriptedAgent(succeed()).then(
+        succeed(*[e for cid, args in calls for e in tool_call(cid, "t", args)])
+    )
+    driver = RecordingDriver(agent, manual_tools=True)
+    chat = driver.chat(local_tools={"t": lambda a: a})
+    chat.send("go")
+    driver.run_until_idle()
+    runs = list(driver.tool_runs)
+    assert [c.tool_call_id for c in runs] == [cid for cid, args in calls if args != "{not json"]
+    tools = chat.core_state.tools
+    assert tools is not None and type(tools.tasks) is PVec and tools.waiting == len(runs)
+
+    random.Random(5).shuffle(runs)
+    for k, c in enumerate(runs):
+        chat.apply(i.ToolFinished(c.task, value=f"r {c.tool_call_id}"))
+        if k == 7:
+            before = chat.core_state
+            chat.apply(i.ToolFinished(runs[3].task, value="late"))
+            assert chat.core_state == before
+        if k < len(runs) - 1:
+            assert len(driver.requests) == 1 and chat.is_loading
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    sent = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert [m["toolCallId"] for m in sent] == [cid for cid, _ in calls]
+    for m, (cid, args) in zip(sent, calls, strict=True):
+        if args == "{not json":
+            assert m["content"].startswith(f"Error: the arguments of tool call {cid!r} are not")
+        else:
+            assert m["content"] == f"r {cid}"
     assert (chat.is_loading, chat.error) == (False, None)
 
 
