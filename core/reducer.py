@@ -372,15 +372,10 @@ def _start_completion(tx: _Tx, value: CompletionInput) -> None:
 
 
 def _settle(tx: _Tx) -> None:
-    """The interaction succeeded with nothing left to do (R-C4, R-E2)."""
+    """The interaction succeeded with nothing left to do (R-C4). A completion whose input
+    changed during it runs the latest input (R-E2); only success does that: after the
+    ``cancelled`` outcome, a failure or a stop it waits for reload() or a new thread."""
     tx.set(resuming=False, tool_rounds=0, settled=True)
-    _run_deferred_input(tx)
-
-
-def _run_deferred_input(tx: _Tx) -> None:
-    """A completion whose input changed during the pause runs it, once the interaction
-    has ended cleanly: with success (R-E2) or the cancelled outcome (R-J5). Nothing else
-    would ever send it: no recovery follows, and setting the same input changes nothing."""
     s = tx.s
     if s.options.kind == "completion" and s.input is not None and s.input != s.answered:
         _close_streams(tx)  # the deferred input is new input
@@ -868,8 +863,9 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         _publish(tx, outcome.interrupts)  # R-A1, R-A5: no tools, no follow-up
         return
     if isinstance(outcome, ev.CancelledOutcome):
-        tx.set(resuming=False, tool_rounds=0)  # R-J5: closed cleanly, nothing waited for
-        _run_deferred_input(tx)
+        # R-J5: closed cleanly, nothing waited for. Not a success: a deferred input is
+        # not sent (the seed: only success starts C), but waits as after a stop.
+        tx.set(resuming=False, tool_rounds=0)
         return
     if isinstance(outcome, ev.UnknownOutcome):
         note = (

@@ -695,29 +695,47 @@ def test_R_E3_another_interrupt_keeps_C_deferred():
     assert comp.output == "answer to input-C"
 
 
-def test_R_E2_R_J5_a_cancelled_outcome_sends_the_deferred_input():
-    """R-J5, R-E1: the resumed run finishes ``cancelled``: the interaction ended cleanly,
-    with no recovery to follow, so the input deferred during the pause (C) is no longer
-    held and runs, as after success. (It was left unsent before: set_input("C") again
-    changed nothing, so only reload() or a new thread would have sent it.)"""
+def test_R_E2_R_J5_a_cancelled_outcome_keeps_the_deferred_input_until_reload():
+    """R-E2, R-J5: the resumed run finishes ``cancelled``: the interaction ends cleanly,
+    with no recovery, but it did not succeed, and only success starts the deferred input
+    (C), as the seed says ("failure or stop does not automatically send C"; a cancelled
+    run was stopped). C stays the current input, unsent, until reload() sends it once."""
     cancelled = lambda req: reply(started(req), finished(req, {"type": "cancelled"}))  # noqa: E731
     driver, comp, batch = paused_completion(cancelled)
     comp.set_input("input-C")
     comp.resume(batch.id, approve(batch))
     driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A"]
+    assert (comp.is_loading, comp.is_resuming, comp.needs_new_thread) == (False, False, False)
+    assert comp.input == "input-C" and comp.error is None
+    comp.set_input("input-C")  # the same input: nothing
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    comp.reload()
+    driver.run_until_idle()
     assert inputs_sent(driver) == ["input-A", "input-A", "input-C"]
     assert driver.requests[2].resume is None
     assert comp.output == "answer to input-C"
-    assert (comp.is_loading, comp.is_resuming, comp.needs_new_thread) == (False, False, False)
 
 
-@pytest.mark.parametrize("outcome", [None, {"type": "cancelled"}], ids=["success", "cancelled"])
-def test_R_E2_the_deferred_input_closes_the_finished_runs_stream(outcome):
+def test_R_E4_R_J5_after_a_cancelled_outcome_a_new_thread_sends_the_deferred_input():
+    """R-E4's way out after a cancelled resumed run as well: the next thread gets C once."""
+    cancelled = lambda req: reply(started(req), finished(req, {"type": "cancelled"}))  # noqa: E731
+    driver, comp, batch = paused_completion(cancelled)
+    comp.set_input("input-C")
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    comp.set_thread_id("thread-2")
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A", "input-C"]
+    assert driver.requests[2].thread_id == "thread-2" and driver.requests[2].resume is None
+
+
+def test_R_E2_the_deferred_input_closes_the_finished_runs_stream():
     """R-E2, R-J3: the resumed run's stream stays open after RUN_FINISHED for a late
     RUN_ERROR; the deferred input is new input, so it closes that stream
     (AbortAttempt) in the very transition that starts it."""
-    ending = (lambda req: finished(req, outcome)) if outcome else finished
-    driver, comp, batch = paused_completion(lambda req: held(started(req), ending(req)))
+    driver, comp, batch = paused_completion(lambda req: held(started(req), finished(req)))
     comp.set_input("input-C")
     comp.resume(batch.id, approve(batch))
     driver.run_until_idle()  # the resume goes out; its reply is held
