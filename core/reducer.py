@@ -241,21 +241,31 @@ def _start_run(tx: _Tx, kind: RunKind, resume: tuple[ResumeEntry, ...] | None = 
     tx.emit(StartAttempt(attempt.id, template))
 
 
-def _flush_tools(tx: _Tx) -> None:
-    """Cancel unfinished local tools; commit the finished results in call order."""
+def _flush_tools(tx: _Tx, why: str = "") -> None:
+    """Commit the round's results in call order; cancel each unfinished tool, whose
+    call gets a tool message saying ``why`` it has no result (an assistant tool call
+    left without a result is a history many model APIs refuse)."""
     r = tx.s.tools
     if r is None:
         return
-    results = [t.result for t in r.tasks if t.result is not None]
+    results = []
     for t in r.tasks:
         if t.result is None:
             tx.emit(CancelTool(t.task))
+            problem = (
+                f"cancelled: {why} before the tool returned "
+                "(it may have run in part, or not at all)"
+            )
+            results.append(_tool_failure(tx, t.tool_call_id, problem))
+        else:
+            results.append(t.result)
     cp = tx.s.checkpoint
     tx.set(tools=None, checkpoint=evolve(cp, messages=cp.messages.extend(results)))
 
 
-def _end_activity(tx: _Tx) -> None:
-    """Abort the attempt, the retry wait and local tools; drop what was not committed."""
+def _end_activity(tx: _Tx, why: str) -> None:
+    """Abort the attempt, the retry wait and local tools; drop what was not committed.
+    ``why``: the cause, as a cancelled tool's message gives it."""
     run = tx.s.run
     if run is not None:
         if run.attempt is not None:
@@ -263,7 +273,7 @@ def _end_activity(tx: _Tx) -> None:
         if run.retry_timer is not None:
             tx.emit(CancelTimer(run.retry_timer))
         tx.set(run=None)
-    _flush_tools(tx)
+    _flush_tools(tx, why)
 
 
 def _close_streams(tx: _Tx) -> None:
@@ -292,7 +302,7 @@ def _interrupt(tx: _Tx, error: err.InterludeError | None) -> None:
     replayed: the resource needs a new thread (R-F5). Either way what was
     committed stays and what was only streamed is dropped (R-F6).
     """
-    _end_activity(tx)
+    _end_activity(tx, "stop() was called" if error is None else "the interaction failed")
     if tx.s.claim is not None:
         tx.set(claim=None, resuming=False)
     elif tx.s.resuming:
@@ -308,7 +318,7 @@ def _expire_claim(tx: _Tx, expired: tuple[str, ...], *, tried: bool = False) -> 
     ``tried``: an attempt went out and failed before its acknowledgement, so the
     expiry stops its retry rather than its first send.
     """
-    _end_activity(tx)
+    _end_activity(tx, "the batch expired")
     ids = ", ".join(map(repr, expired))
     what = (
         f"interrupt {ids} expired before the resume could be retried; it was not retried"
@@ -355,7 +365,7 @@ def _claim_blocked_by_expiry(
 
 def _supersede(tx: _Tx) -> None:
     """New input replaces whatever runs; a resumed interaction ends cleanly (R-D3, R-E5)."""
-    _end_activity(tx)
+    _end_activity(tx, "new input superseded it")
     _close_streams(tx)
     tx.set(resuming=False, tool_rounds=0, error=None)
 
@@ -612,7 +622,7 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
     if i.thread_id == s.thread_id or (i.thread_id is None and s.thread_id is None):
         return Transition(s)  # R-H2: the same id changes nothing
     tx = _Tx(s)
-    _end_activity(tx)
+    _end_activity(tx, "the thread changed")
     _close_streams(tx)
     _cancel_expiry_timer(tx)
     tx.set(

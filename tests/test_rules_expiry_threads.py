@@ -470,7 +470,9 @@ def test_R_H1_a_thread_change_releases_a_claim(sent: bool):
 
 def test_R_H1_a_thread_change_cancels_running_local_tools_and_ignores_their_results():
     """R-H1, R-F6: unfinished local tools are cancelled (never run), finished results are
-    kept, no follow-up starts and a late result of the old thread changes nothing."""
+    kept, no follow-up starts and a late result of the old thread changes nothing. The
+    cancelled call gets a tool message saying so, so the history the new thread starts
+    from has a result for every call (model APIs refuse a call left without one)."""
     ran: list[Any] = []
     agent = ScriptedAgent(succeed()).then(
         succeed(*tool_call("c-1", "calc", {"n": 1}), *tool_call("c-2", "calc", {"n": 2}))
@@ -490,10 +492,25 @@ def test_R_H1_a_thread_change_cancels_running_local_tools_and_ignores_their_resu
     assert ran == [1]  # the second tool never ran
     assert len(driver.requests) == 1  # and no follow-up
     results = [(m.tool_call_id, m.content) for m in chat.messages if isinstance(m, ToolMessage)]
-    assert results == [("c-1", "r1")]
+    assert results == [
+        ("c-1", "r1"),
+        (
+            "c-2",
+            "Error: cancelled: the thread changed before the tool returned "
+            "(it may have run in part, or not at all)",
+        ),
+    ]
     before = chat.core_state
     chat.apply(i.ToolFinished(tasks[1], value="late"))
     assert chat.core_state == before
+    chat.send("again")
+    driver.run_until_idle()
+    sent = driver.requests[-1]
+    assert sent.thread_id == "t-2"
+    assert [m["toolCallId"] for m in sent.json["messages"] if m["role"] == "tool"] == [
+        "c-1",
+        "c-2",
+    ]
 
 
 def test_R_H1_late_events_of_the_old_thread_are_ignored():

@@ -880,7 +880,8 @@ def test_cancelling_an_async_tool_still_cancels_it_on_asyncio() -> None:
                 chat.stop()
                 await until(lambda: outcome == ["cancelled"])
                 assert not chat.is_loading and chat.error is None
-                assert not [m for m in chat.messages if m.role == "tool"]
+                (tool,) = [m for m in chat.messages if m.role == "tool"]
+                assert tool.content.startswith("Error: cancelled: stop() was called")
 
     anyio.run(main, backend="asyncio")
     assert len(transport.requests) == 1
@@ -924,8 +925,11 @@ def test_stop_cancels_running_tools_and_sets_their_signal() -> None:
                 await until(lambda: len(seen) == 2)
                 assert seen == {"block": True, "watch": True}
                 await anyio.sleep(0.05)  # the abandoned thread's result lands nowhere
-                # Each call without a parent message has its own assistant message.
-                assert [m.role for m in chat.messages] == ["user", "assistant", "assistant"]
+                # Each call without a parent message has its own assistant message; each
+                # cancelled call a tool message saying so (the late result is not one).
+                roles = [m.role for m in chat.messages]
+                assert roles == ["user", "assistant", "assistant", "tool", "tool"]
+                assert all("cancelled: stop()" in str(m.content) for m in chat.messages[3:])
                 assert chat.error is None
 
     trio.run(main)
