@@ -781,6 +781,12 @@ def test_error_messages_never_dump_huge_values() -> None:
         '{"type":"STATE_SNAPSHOT","snapshot":NaN}',
         '{"type":"STATE_SNAPSHOT","snapshot":Infinity}',
         '{"type":"STATE_SNAPSHOT","snapshot":-Infinity}',
+        # Valid JSON past a float's range: it read as inf, committed, then every request
+        # failed to encode, the user blamed ("replace the value").
+        '{"type":"STATE_SNAPSHOT","snapshot":{"a":1e400}}',
+        '{"type":"STATE_SNAPSHOT","snapshot":[-1E+999]}',
+        '{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"x","role":"critic","n":1e999}]}',
+        ' {"type":"ACTIVITY_SNAPSHOT","messageId":"a","activityType":"t","content":{"n":2e308}}',
         '{"type":"STATE_SNAPSHOT","snapshot":1' + "0" * 5000 + "}",
         "[" * 100_000 + "]" * 100_000,
         "[" * 100_000,

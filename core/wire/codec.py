@@ -715,7 +715,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+class _OutOfRange(ValueError):
+    pass
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent; one past a float's range (``1e400``)
+    is refused here, or it would become ``inf``, which no request can carry back."""
+    value = float(text)
+    if value - value != 0.0:
+        raise _OutOfRange(f"the number {text[:40]} is past a float's range (1.8e308)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 # The C scanner alone: json.loads adds two regex matches per call around it.
 _scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
@@ -729,10 +742,14 @@ def _loads(data: str) -> Any:
     except StopIteration:  # leading whitespace, or no value at all
         try:
             value = _DECODER.decode(data)
+        except _OutOfRange as exc:
+            raise WireError(f"the frame is not JSON we accept: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise WireError(f"the frame is not JSON: {_short(str(exc), 120)}") from None
     except RecursionError:
         raise WireError(f"the frame is not JSON: nested deeper than {MAX_DEPTH} levels") from None
+    except _OutOfRange as exc:
+        raise WireError(f"the frame is not JSON we accept: {exc}") from None
     except ValueError as exc:
         raise WireError(f"the frame is not JSON: {_short(str(exc), 120)}") from None
     # An upper bound on depth is cheap; the exact walk runs only when it is exceeded.
