@@ -994,6 +994,8 @@ def _start_tools(tx: _Tx, stream: Stream, pending: tuple[str, ...]) -> None:
             else:
                 try:
                     args = freeze(json.loads(raw_args or "{}"))
+                except RecursionError:
+                    problem = f"the arguments of tool call {call_id!r} are nested too deeply"
                 except (ValueError, NotJSONError) as exc:
                     problem = f"the arguments of tool call {call_id!r} are not JSON ({exc})"
         if problem is not None:

@@ -534,8 +534,10 @@ def test_R_D5_follow_up_waits_for_the_last_tool_step_by_step():
 
 def test_R_D5_failing_missing_and_malformed_tools_become_tool_messages():
     """R-D5, R-J6: a tool that raises, a call to a tool this client lacks (named by
-    pendingToolCallIds) and malformed JSON arguments each yield a tool message that says
-    so; the good call still runs and the loop goes on with a follow-up."""
+    pendingToolCallIds) and malformed JSON arguments (also nested past the recursion
+    limit, which crashed step() with RecursionError, or a number past a float's range)
+    each yield a tool message that says so; the good call still runs and the loop goes
+    on with a follow-up."""
     ran: list[Any] = []
 
     def boom(args: Any) -> Any:
@@ -546,10 +548,12 @@ def test_R_D5_failing_missing_and_malformed_tools_become_tool_messages():
             *tool_call("c-boom", "boom", {}),
             *tool_call("c-missing", "not_here", {"a": 1}),
             *tool_call("c-bad", "calc", "{not json"),
+            *tool_call("c-deep", "calc", "[" * 5000),  # json.loads: RecursionError
+            *tool_call("c-huge", "calc", '{"x": 1e400}'),  # json.loads: inf
             *tool_call("c-ok", "calc", {"x": 2}),
             outcome={
                 "type": "success",
-                "pendingToolCallIds": ["c-boom", "c-missing", "c-bad", "c-ok"],
+                "pendingToolCallIds": ["c-boom", "c-missing", "c-bad", "c-deep", "c-huge", "c-ok"],
             },
         )
     )
@@ -562,13 +566,16 @@ def test_R_D5_failing_missing_and_malformed_tools_become_tool_messages():
     follow = driver.requests[1]
     assert follow.resume is None
     results = {m.tool_call_id: m for m in chat.messages if isinstance(m, ToolMessage)}
-    assert list(results) == ["c-boom", "c-missing", "c-bad", "c-ok"]
+    ids = ["c-boom", "c-missing", "c-bad", "c-deep", "c-huge", "c-ok"]
+    assert list(results) == ids
     assert results["c-boom"].error and "kaput" in results["c-boom"].content
     assert results["c-missing"].error and "not_here" in results["c-missing"].content
     assert results["c-bad"].error and "json" in results["c-bad"].content.lower()
+    assert results["c-deep"].content.endswith("are nested too deeply")
+    assert results["c-huge"].error and "inf has no JSON form" in results["c-huge"].content
     assert results["c-ok"].error is None and results["c-ok"].content == "ok"
     sent = [m["toolCallId"] for m in follow.json["messages"] if m["role"] == "tool"]
-    assert sent == ["c-boom", "c-missing", "c-bad", "c-ok"]
+    assert sent == ids
     assert (chat.is_loading, chat.error, chat.needs_new_thread) == (False, None, False)
 
 
