@@ -21,7 +21,13 @@ import attrs
 from interlude.core import inputs as i
 from interlude.core import selectors as sel
 from interlude.core.commands import Command, StartAttempt
-from interlude.core.errors import InterludeError, TransportError, UsageError
+from interlude.core.errors import (
+    InterludeError,
+    TransportError,
+    UsageError,
+    a_type,
+    describe_exception,
+)
 from interlude.core.json import JSON
 from interlude.core.options import Options, ResourceKind
 from interlude.core.reducer import Transition, initial_state, step
@@ -270,7 +276,7 @@ def _observer_failure(observer: object, exc: BaseException) -> str:
     # The first frame is the call in _notify; the next is the observer's own line.
     frames = traceback.extract_tb(exc.__traceback__)[1:2]
     where = f", {os.path.basename(frames[0].filename)}:{frames[0].lineno}" if frames else ""
-    return f"{type(exc).__name__}: {exc} (in {name}{where})"
+    return f"{describe_exception(exc)} (in {name}{where})"
 
 
 R = TypeVar("R", bound=Resource)
@@ -359,7 +365,7 @@ def with_local_tools(
     """
     if not isinstance(options, Options):
         raise UsageError(
-            f"a resource takes an Options, not a {type(options).__name__}; "
+            f"a resource takes an Options, not {a_type(options)}; "
             "build one with interlude.core.Options(...)"
         )
     declared = {t.name for t in options.tools}

@@ -45,7 +45,7 @@ from interlude.core.commands import (
     StartAttempt,
     StartTimer,
 )
-from interlude.core.errors import ProtocolError, TransportError
+from interlude.core.errors import ProtocolError, TransportError, a_type, describe_exception
 from interlude.core.json import thaw
 from interlude.core.options import Options
 from interlude.core.reducer import Transition
@@ -297,6 +297,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                     break
                 if scope.cancel_called:
                     return  # aborted: a frame that arrives now is never delivered
+                if not all(type(data) is str for data in batch):
+                    ending = i.AttemptFailed(attempt, _not_text(batch))
+                    break
                 now = self.now()  # the frames of one read arrived together
                 for data in batch:
                     # AbortAttempt takes the attempt out of ``live`` at once (a cheaper
@@ -542,12 +545,22 @@ async def _one_by_one(frames: AsyncIterator[str]) -> AsyncIterator[list[str]]:
         await _aclose(frames)
 
 
+def _not_text(batch: list[Any]) -> TransportError:
+    """A custom transport's frames that are not text: its bug, so not retried."""
+    kind = next(a_type(d) for d in batch if type(d) is not str)
+    return TransportError(
+        f"the transport yielded {kind} as a frame's data, which must be a str: "
+        "decode the bytes (UTF-8) and yield the data field's text",
+        retryable=False,
+    )
+
+
 def _failed(attempt: int, exc: Exception) -> i.AttemptFailed:
     """How a transport's exception ends an attempt: its own error, or a retryable one."""
     if isinstance(exc, TransportError | ProtocolError):
         return i.AttemptFailed(attempt, exc)
     # A transport bug or a raw I/O error: retryable, as a dropped connection is.
-    return i.AttemptFailed(attempt, TransportError(f"{type(exc).__name__}: {exc}", retryable=True))
+    return i.AttemptFailed(attempt, TransportError(describe_exception(exc), retryable=True))
 
 
 def _batches(transport: Transport, body: bytes) -> AsyncIterator[list[str]]:

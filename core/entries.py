@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import ResumeProblem
+from .errors import ResumeProblem, quote
 from .json import FrozenDict, NotJSONError, as_object, freeze
 from .state import Batch
 from .wire.run_input import ABSENT, ResumeEntry
@@ -60,7 +60,8 @@ def check_entries(
         if "interrupt_id" in fields and other is not iid and other != iid:  # NaN is not NaN
             problems.append(
                 ResumeProblem(
-                    f"entry {pos} gives interrupt_id {iid!r} and interruptId {other!r}; give one",
+                    f"entry {pos} gives interrupt_id {quote(iid)} and interruptId "
+                    f"{quote(other)}; give one",
                     at,
                     pos,
                 )
@@ -69,7 +70,7 @@ def check_entries(
         if not isinstance(iid, str):
             problems.append(ResumeProblem(f"entry {pos} has no string interrupt_id", entry=pos))
             continue
-        label = f"entry for {iid!r}"
+        label = f"entry for {quote(iid)}"
         if iid in seen:
             problems.append(ResumeProblem(f"{label} is a duplicate", at, pos))
             continue
@@ -83,7 +84,7 @@ def check_entries(
             problems.append(checked)
         else:
             entries.append(checked)
-    problems += (ResumeProblem(f"no entry for {m!r}", m) for m in wanted if m not in seen)
+    problems += (ResumeProblem(f"no entry for {quote(m)}", m) for m in wanted if m not in seen)
     return tuple(entries), tuple(problems)
 
 
@@ -91,7 +92,7 @@ def _entry(iid: str, pos: int, fields: dict[str, Any]) -> ResumeEntry | ResumePr
     """The entry for interrupt ``iid`` of the batch, frozen, or what is wrong with it."""
 
     def problem(message: str) -> ResumeProblem:
-        return ResumeProblem(f"entry for {iid!r} {message}", iid, pos)
+        return ResumeProblem(f"entry for {quote(iid)} {message}", iid, pos)
 
     status = fields.get("status")
     if status not in ("resolved", "cancelled"):

@@ -11,6 +11,7 @@ equal; that keeps the reducer's determinism checkable.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -30,13 +31,62 @@ __all__ = [
     "ToolError",
     "TransportError",
     "UsageError",
+    "a_type",
+    "clip",
+    "describe_exception",
+    "quote",
 ]
+
+MAX_MESSAGE = 2000
+"""The longest error message or warning kept whole. A longer one (a value from the
+network or the caller quoted in it) keeps its start and its end, where the advice is."""
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text``, or its start and end with the length left out named between them."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 3
+    return f"{text[:head]} ... [{len(text) - head - tail:,} characters left out] ... {text[-tail:]}"
+
+
+_QUOTE = reprlib.Repr()
+_QUOTE.maxlevel = 3
+_QUOTE.maxstring = 60
+_QUOTE.maxother = 60
+_QUOTE.maxlist = _QUOTE.maxtuple = _QUOTE.maxdict = _QUOTE.maxset = 6
+
+
+def quote(value: object) -> str:
+    """``repr(value)`` for a message, bounded in length and depth: never megabytes, and
+    never a ``RecursionError`` for a deeply nested value."""
+    try:
+        return _QUOTE.repr(value)
+    except Exception:  # a __repr__ that raises: name the type alone
+        return f"<{type(value).__name__} object>"
+
+
+def a_type(value: object) -> str:
+    """``value``'s type with its article: "an int", "a list"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``TypeName: message`` for an exception from application code, even one whose
+    ``__str__`` raises (the name alone, then)."""
+    try:
+        text = str(exc)
+    except Exception:
+        return f"{type(exc).__name__} (its message could not be read)"
+    return f"{type(exc).__name__}: {clip(text)}" if text else type(exc).__name__
 
 
 class InterludeError(Exception):
     """The base of every interlude error."""
 
     def __init__(self, message: str) -> None:
+        message = clip(message)
         super().__init__(message)
         self.message = message
 
@@ -211,14 +261,28 @@ def _status_hint(status: int, location: str | None) -> str:
 
 
 class RunError(InterludeError):
-    """The endpoint sent ``RUN_ERROR``; never retried."""
+    """The endpoint sent ``RUN_ERROR``; never retried.
+
+    ``message`` and ``code`` are the endpoint's; ``str()`` reads both, and says so
+    when the endpoint gave no message.
+    """
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        text = self.message
+        if not text.strip():
+            text = "the agent reported an error (RUN_ERROR) without a message"
+        if code is not None:
+            text += f" [code {quote(code)}]"
+        self.args = (text,)
 
     def _fields(self) -> tuple[Any, ...]:
         return (self.message, self.code)
+
+    def __repr__(self) -> str:
+        code = f", code={quote(self.code)}" if self.code is not None else ""
+        return f"RunError({self.message!r}{code})"
 
 
 class ToolError(InterludeError):

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import UsageError
+from .errors import UsageError, quote
 from .json import JSON, NotJSONError, freeze
 from .wire.codec import WireError, decode_message, encode_json, encode_message
 from .wire.messages import MESSAGE_TYPES, Content, Message, UserMessage
@@ -147,5 +147,4 @@ def _why(m: Message, exc: Exception) -> object:
 def _describe(value: Any) -> str:
     if value is None:
         return "None"
-    text = repr(value)
-    return f"the {type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+    return f"the {type(value).__name__} {quote(value)}"

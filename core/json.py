@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeAlias, overload
 
+from .errors import a_type
 from .pmap import PMap
 from .pvec import PVec
 
@@ -203,8 +204,7 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
         return str.__str__(value)
     if isinstance(value, float):
         return _freeze(float(value), depth, max_depth, active)
-    article = "an" if t.__name__[:1].lower() in "aeiou" else "a"
-    raise _Fail(f"{article} {t.__name__} has no JSON form")
+    raise _Fail(f"{a_type(value)} has no JSON form")
 
 
 def as_object(value: JSON) -> FrozenDict | None:

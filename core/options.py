@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 import attrs
 
 from . import intake
-from .errors import UsageError
+from .errors import UsageError, quote
 from .json import JSON, as_object
 from .wire.run_input import Context, Tool
 
@@ -41,7 +41,9 @@ def _number(
             or (finite and value == math.inf)
         ):
             span = f">= {least:g}" if most == math.inf else f"in [{least:g}, {most:g}]"
-            raise UsageError(f"{type(obj).__name__}.{a.name} takes {kind} {span}, not {value!r}")
+            raise UsageError(
+                f"{type(obj).__name__}.{a.name} takes {kind} {span}, not {quote(value)}"
+            )
 
     return check
 
@@ -50,7 +52,7 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any, Any, Any], None]:
     def check(obj: Any, a: Any, value: Any) -> None:
         if value not in choices:
             listed = " or ".join(map(repr, choices))
-            raise UsageError(f"{type(obj).__name__}.{a.name} is {listed}, not {value!r}")
+            raise UsageError(f"{type(obj).__name__}.{a.name} is {listed}, not {quote(value)}")
 
     return check
 
@@ -58,7 +60,7 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any, Any, Any], None]:
 def _optional_name(obj: Any, a: Any, value: Any) -> None:
     if value is not None and (type(value) is not str or not value):
         raise UsageError(
-            f"{type(obj).__name__}.{a.name} takes a non-empty string or None, not {value!r}"
+            f"{type(obj).__name__}.{a.name} takes a non-empty string or None, not {quote(value)}"
         )
 
 
@@ -125,7 +127,7 @@ def _retry(obj: Any, a: Any, value: Any) -> None:
 
 def _optional_seed(obj: Any, a: Any, value: Any) -> None:
     if value is not None and type(value) is not int:
-        raise UsageError(f"RetryPolicy.jitter_seed takes an integer or None, not {value!r}")
+        raise UsageError(f"RetryPolicy.jitter_seed takes an integer or None, not {quote(value)}")
 
 
 # -- the options -----------------------------------------------------------------------

@@ -448,8 +448,9 @@ def _gave_up(error: err.InterludeError, why: str) -> err.InterludeError:
     """
     copied = type(error).__new__(type(error))
     copied.__dict__.update(error.__dict__)
-    copied.message = f"{error.message} ({why})"
+    copied.message = err.clip(f"{error.message} ({why})")
     copied.args = (copied.message,)
+    copied.__cause__ = error.__cause__  # the driver's exception: not in __dict__
     return copied
 
 
@@ -485,10 +486,12 @@ def _check_not_paused(s: State, verb: str) -> None:
     if s.needs_new_thread:
         raise _recovery_required(verb)
     if s.batch is not None:
-        state = "claimed by a resume in flight" if s.claim else "waiting for answers"
+        if s.claim:
+            state = "claimed by a resume in flight; wait for it to settle (is_resuming)"
+        else:
+            state = "waiting for answers; answer it with resume()"
         raise err.InterruptPendingError(
-            f"cannot {verb}: batch {s.batch.id!r} is {state}; answer it with resume(), "
-            "or move to a new thread"
+            f"cannot {verb}: batch {s.batch.id!r} is {state}, or move to a new thread"
         )
 
 
@@ -588,7 +591,7 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
             "wait for it (is_resuming) instead of submitting again"
         )
     if type(i.batch_id) is not str:
-        given = "the Batch itself" if isinstance(i.batch_id, Batch) else repr(i.batch_id)
+        given = "the Batch itself" if isinstance(i.batch_id, Batch) else err.quote(i.batch_id)
         raise err.UsageError(
             f"resume() takes the pending batch's id (pending_interrupts.id, a string), not {given}"
         )
@@ -661,7 +664,7 @@ def _set_input(s: State, i: SetInput, now: float) -> Transition:
 def _configure(s: State, i: Configure, now: float) -> Transition:
     if not isinstance(i.options, Options):
         raise err.UsageError(
-            f"configure() takes an Options, not a {type(i.options).__name__}; "
+            f"configure() takes an Options, not {err.a_type(i.options)}; "
             "build one with interlude.core.Options(...)"
         )
     old, new = s.options, i.options
@@ -809,7 +812,7 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
 
 def _noted(warnings: tuple[str, ...], note: str) -> tuple[str, ...]:
     """``warnings`` with ``note`` added, the oldest dropped past MAX_WARNINGS."""
-    return (*warnings, note)[-MAX_WARNINGS:]
+    return (*warnings, err.clip(note))[-MAX_WARNINGS:]
 
 
 def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) -> None:
@@ -1167,8 +1170,8 @@ def _tool_finished(s: State, i: ToolFinished, now: float) -> Transition:
         # An exception given as is keeps its type's name, as the drivers write it.
         why = i.error
         if isinstance(why, BaseException):
-            why = f"{type(why).__name__}: {why}"
-        result = _tool_failure(tx, t.tool_call_id, str(why))
+            why = err.describe_exception(why)
+        result = _tool_failure(tx, t.tool_call_id, err.clip(str(why)))
     elif isinstance(i.value, str):
         result = _tool_message(tx, t.tool_call_id, i.value, None)
     else:
