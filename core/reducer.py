@@ -52,7 +52,7 @@ from .inputs import (
     TimerFired,
     ToolFinished,
 )
-from .json import JSON, NotJSONError, freeze
+from .json import JSON, FrozenDict, NotJSONError, freeze
 from .options import MAX_WAIT, ExpiryPolicy, Options
 from .pvec import PVec
 from .state import (
@@ -106,7 +106,11 @@ def initial_state(
     messages: Sequence[Message] = (),
     state: Any = None,
 ) -> State:
-    """A fresh resource. No pending batch can be restored into it (R-I1)."""
+    """A fresh resource. No pending batch can be restored into it (R-I1).
+
+    ``state`` None (not given) starts from the empty object: AG-UI reads an absent
+    state as ``{}``, and an agent's first ``STATE_DELTA`` is computed against it.
+    """
     if options is not None and not isinstance(options, Options):
         raise err.UsageError(f"options must be an Options, not a {type(options).__name__}")
     history = intake.messages(messages, "messages=")
@@ -117,7 +121,7 @@ def initial_state(
         thread_id=intake.thread_id(thread_id, "thread_id="),
         checkpoint=Checkpoint(
             messages=PVec.from_iterable(history),
-            state=intake.json_value(state, "state="),
+            state=FrozenDict() if state is None else intake.json_value(state, "state="),
         ),
     )
 

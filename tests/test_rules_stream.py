@@ -192,6 +192,22 @@ def without_run_id(req: Request) -> dict[str, Any]:
 # -- R-J2: text messages ----------------------------------------------------------------
 
 
+def test_R_J2_a_new_resource_starts_from_the_empty_object_so_a_first_delta_applies() -> None:
+    """AG-UI 1.0 (Run Input): an absent state means the empty object, and an agent
+    computes its deltas against it. A new resource sent ``"state": null``, so an agent's
+    first ``add /a`` failed the run with a ProtocolError; @ag-ui/client starts from {}."""
+    driver, chat = chat_with(
+        succeed(ev("STATE_DELTA", delta=[{"op": "add", "path": "/a", "value": 1}]))
+    )
+    assert thaw(chat.state) == {}
+    start(chat, driver)
+    driver.run_until_idle()
+    assert chat.error is None and thaw(chat.state) == {"a": 1}
+    assert driver.requests[0].json["state"] == {}
+    _, given = chat_with(succeed(), state=[1])
+    assert thaw(given.state) == [1]
+
+
 def test_R_J2_text_message_streams_deltas_then_commits() -> None:
     """R-J2, R-A1: START/CONTENT x3/END builds one assistant message; while it streams,
     the last message shows the text so far and the checkpoint is untouched."""
@@ -1506,7 +1522,7 @@ def test_R_J3_other_late_events_are_protocol_errors_that_keep_the_batch(
     assert chat.pending_interrupts is batch
     assert chat.core_state.checkpoint == committed
     assert list(chat.messages) == list(committed.messages)
-    assert thaw(chat.state) is None
+    assert thaw(chat.state) == {}
     assert (chat.is_loading, chat.is_resuming, chat.needs_new_thread) == (False, False, False)
     driver.release(10)
     driver.run_until_idle()
