@@ -947,7 +947,8 @@ def test_a_driver_pauses_on_an_sdk_interrupt_and_its_resume_validates_with_the_s
 
 
 def test_encoded_run_input_validates_with_the_sdk_model() -> None:
-    """R-B1, R-B6: every message kind, tools, context, props, and null/false/0 payloads."""
+    """R-B1, R-B6: every message kind, tools, context, props, and null/false/0 payloads.
+    Activity messages are stripped (AG-UI 1.0, Run Input: they never travel back)."""
     inp = RunAgentInput(
         thread_id="t",
         run_id="r2",
@@ -1010,9 +1011,9 @@ def test_encoded_run_input_validates_with_the_sdk_model() -> None:
         "UserMessage",
         "AssistantMessage",
         "ToolMessage",
-        "ActivityMessage",
         "ReasoningMessage",
     ]
+    assert "activity" not in text
     assert ref.messages[3].tool_calls[0].function.arguments == '{"a":1}'  # type: ignore[union-attr]
     assert ref.messages[4].error == "partial"  # type: ignore[union-attr]
     assert ref.tools is not None and ref.tools[0].name == "get_local_time"

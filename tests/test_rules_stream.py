@@ -858,6 +858,25 @@ def test_R_J1_R_J2_activity_snapshots_and_deltas() -> None:
     ]
 
 
+def test_R_J2_activity_messages_stay_in_the_history_but_never_go_back() -> None:
+    """AG-UI 1.0 (Run Input): activity messages are the consumer's rendering material;
+    a consumer MUST strip them from the messages it sends. They were sent back."""
+    driver, chat = chat_with(
+        succeed(ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={})),
+        succeed(),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert any(isinstance(m, ActivityMessage) for m in chat.messages)
+    chat.send("Next")
+    driver.run_until_idle()
+    sent = driver.requests[-1].json["messages"]
+    assert "activity" not in {m["role"] for m in sent}
+    assert [m["id"] for m in sent] == [
+        m.id for m in chat.messages if not isinstance(m, ActivityMessage)
+    ][: len(sent)]
+
+
 def test_R_J2_a_wide_activity_is_patched_without_rebuilding_its_content(
     pmaps_built: list[int],
 ) -> None:

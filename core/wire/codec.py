@@ -843,8 +843,14 @@ def encode_message(m: Message) -> dict[str, Any]:
 def encode_run_input(inp: RunAgentInput) -> dict[str, Any]:
     """The request body: camelCase, absent optionals left out, ``state`` always
     present, and each resume entry with ``payload`` only when given (``None``
-    is given, and written as ``null``) and ``metadata`` only when given (R-B6)."""
+    is given, and written as ``null``) and ``metadata`` only when given (R-B6).
+
+    Activity messages stay out of ``messages``: AG-UI 1.0 (Run Input) has a consumer
+    strip them, as the consumer's rendering material, not conversation.
+    """
     out = _UNSTRUCTURE[RunAgentInput](inp)
+    if any(type(m) is ActivityMessage for m in inp.messages):
+        out["messages"] = [m for m in out["messages"] if m.get("role") != "activity"]
     if out.get("protocolVersion", "") is None:
         del out["protocolVersion"]
     return out
