@@ -83,8 +83,31 @@ def _start_text(s: Stream, message: Message) -> Stream:
         raise StreamViolation(f"message {message.id!r} was started twice")
     if len(s.open_texts) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
+    index = _index_of(s, message.id)
+    if index is not None:
+        return _reopen_text(s, index, message)
     opened = OpenText(message_id=message.id, position=len(s.messages), rope=Rope())
     return evolve(s, messages=_appended(s, message), open_texts=(*s.open_texts, opened))
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
+def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
+    """AG-UI 1.0: a closed message is closed, not sealed. A START naming one this run
+    streamed reopens it, its further content appending to what is there; its role and
+    name as first established stand (an assistant message that so far only held tool
+    calls takes text too)."""
+    had = s.messages[index]
+    if type(had) is not type(message):
+        raise StreamViolation(
+            f"message {message.id!r} was started as {_a(message.role)} message, but this "
+            f"run already streamed it as {_a(had.role)} message"
+        )
+    text = had.content if isinstance(had.content, str) else ""
+    opened = OpenText(message_id=message.id, position=index, rope=Rope(text))
+    return evolve(s, open_texts=(*s.open_texts, opened))
 
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
@@ -230,6 +253,16 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
         raise StreamViolation(f"tool call {tool_call_id!r} was started twice")
     if len(s.open_calls) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} tool calls open at once")
+    held = _holder_of(s, tool_call_id)
+    if held is not None:
+        # Reopened (AG-UI 1.0): further arguments append; name and parent stand.
+        holder = s.messages[held]
+        assert isinstance(holder, AssistantMessage)
+        had = next(c for c in holder.tool_calls or () if c.id == tool_call_id)
+        reopened = OpenCall(
+            tool_call_id=tool_call_id, position=held, rope=Rope(had.function.arguments)
+        )
+        return evolve(s, open_calls=(*s.open_calls, reopened))
     call = ToolCall(id=tool_call_id, function=FunctionCall(name=name, arguments=""))
     messages = s.messages
     index: int | None = None

@@ -535,6 +535,89 @@ def test_R_J2_R_D5_tool_call_result_adds_a_tool_message_and_the_call_is_not_run(
     assert len(driver.requests) == 1
 
 
+def test_R_J2_a_closed_message_started_again_in_the_run_continues() -> None:
+    """AG-UI 1.0 (Text Messages): a closed message is closed, not sealed; a START with
+    its id reopens it and further content appends. It became a second message with the
+    same id (@ag-ui/client gives one). Reasoning messages alike."""
+    driver, chat = chat_with(
+        succeed(
+            *text("m1", "Hello, "),
+            *text("m1", "world."),
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="think"),
+            ev("REASONING_MESSAGE_END", messageId="r1"),
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="ing"),
+            ev("REASONING_MESSAGE_END", messageId="r1"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(id="m1", content="Hello, world."),
+        ReasoningMessage(id="r1", content="thinking"),
+    ]
+
+
+def test_R_J2_a_reopened_tool_call_appends_its_arguments_and_runs_once() -> None:
+    """AG-UI 1.0 (Tool Calls): further arguments of a reopened call append. Its
+    arguments were split over two calls with one id, neither JSON, so the local tool
+    never ran and the next request carried two assistant messages with one id."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        succeed(
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"q":'),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta=" 1}"),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+        ),
+        succeed(),
+        local_tools={"lookup": ran.append},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert ran == [{"q": 1}]
+    holders = [m for m in chat.messages if isinstance(m, AssistantMessage) and m.tool_calls]
+    assert holders == [AssistantMessage(id="c1", tool_calls=(call("c1", "lookup", '{"q": 1}'),))]
+
+
+def test_R_J2_a_text_message_started_with_the_id_of_a_calls_holder_joins_it() -> None:
+    """A tool call whose parent message is not streamed yet gets a holder with that id;
+    the text message that then starts with the id is the same message."""
+    driver, chat = chat_with(
+        succeed(
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote", parentMessageId="m1"),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+            *text("m1", "Looking it up."),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(id="m1", content="Looking it up.", tool_calls=(call("c1", "remote", ""),))
+    ]
+
+
+def test_R_J2_a_message_restarted_as_another_kind_is_a_protocol_error() -> None:
+    driver, chat = chat_with(
+        succeed(
+            *text("m1", "Hi"),
+            ev("REASONING_MESSAGE_START", messageId="m1", role="reasoning"),
+        )
+    )
+    before = start(chat, driver)
+    error = assert_rolled_back(driver, chat, before)
+    assert (
+        "was started as a reasoning message, but this run already streamed it as an assistant"
+        in str(error)
+    )
+
+
 def test_R_J2_a_later_run_never_modifies_an_earlier_runs_message() -> None:
     """R-J2, R-F6: a tool call whose parentMessageId names an assistant message committed
     by an earlier run does not touch that message (same object, no tool_calls); the

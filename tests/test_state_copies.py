@@ -88,7 +88,7 @@ def test_message_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None
 def test_call_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
     """The same for tool calls (REASONING_ENCRYPTED_VALUE finds its call through the
     hints): a hint from the other branch is checked and, when wrong, a scan finds the
-    call; a call started twice in one branch gives the value to the newest holder."""
+    call; a call started again after its end is reopened, not a second call."""
     s, a = _acknowledged()
 
     def call(state: State, cid: str) -> State:
@@ -118,8 +118,8 @@ def test_call_lookups_stay_right_when_one_draft_is_stepped_two_ways() -> None:
     done = sealed(left, "c1")
     assert values(done) == [("c1", "E"), ("c2", None)] and done.warnings == ()
     assert values(sealed(right, "c1")) == [("c2", None), ("c1", "E")]
-    twice = sealed(call(left, "c1"), "c1")  # c1 started again: the newest holder takes it
-    assert values(twice) == [("c1", None), ("c2", None), ("c1", "E")]
+    twice = sealed(call(left, "c1"), "c1")  # c1 reopened (AG-UI 1.0): still one call
+    assert values(twice) == [("c1", "E"), ("c2", None)]
     assert len(sealed(left, "c9").warnings) == 1  # in no branch: dropped, with a warning
 
 
