@@ -78,6 +78,10 @@ class _Fail(Exception):
     """Internal: a reason, wrapped into PatchError with op index and path by the caller."""
 
 
+class _UnknownOp(_Fail):
+    """An op name RFC 6902 does not define: a newer producer's, which a caller may skip."""
+
+
 def _short(s: str, limit: int = 80) -> str:
     """A repr that never dumps a huge string into an error message."""
     return repr(s) if len(s) <= limit else f"{s[:limit]!r}… ({len(s)} chars)"
@@ -298,7 +302,7 @@ def _apply_one(doc: JSON, op: object, copied: list[int], flat_root: bool) -> JSO
     if type(name) is not str:  # before the set lookup: it may be unhashable
         raise _Fail(f"'op' must be a string, not {type(name).__name__}")
     if name not in _OPS:
-        raise _Fail(f"unknown op {_short(name)}")
+        raise _UnknownOp(f"unknown op {_short(name)}")
     pointer = op.get("path", _ABSENT)
     if pointer is _ABSENT:
         raise _Fail("missing 'path'")
@@ -345,13 +349,17 @@ def _count(value: JSON, budget: int) -> int:
     return count
 
 
-def apply_patch(doc: JSON, ops: Sequence[Any], *, flat_root: bool = False) -> JSON:
+def apply_patch(
+    doc: JSON, ops: Sequence[Any], *, flat_root: bool = False, skipped: list[str] | None = None
+) -> JSON:
     """Apply the frozen JSON Patch ``ops`` to ``doc``; raise :class:`PatchError` if any op fails.
 
     Values from the ops are shared into the result, not copied: they must be
     frozen JSON already (checked at the top level only). ``flat_root``: a root
     object stays a ``FrozenDict`` however wide (for a field typed as one); the
-    objects below it may become ``PMap``s as usual.
+    objects below it may become ``PMap``s as usual. ``skipped``: an op with an
+    unknown name is left out, and what was left out noted here, as AG-UI 1.0 has a
+    consumer do (a newer producer's op); without it, such an op fails the patch.
     """
     if type(ops) is not tuple and (
         isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Sequence)
@@ -362,6 +370,9 @@ def apply_patch(doc: JSON, ops: Sequence[Any], *, flat_root: bool = False) -> JS
         try:
             doc = _apply_one(doc, op, copied, flat_root)
         except _Fail as e:
+            if type(e) is _UnknownOp and skipped is not None:
+                skipped.append(f"operation {i}: {e}")
+                continue
             path = op.get("path") if isinstance(op, Mapping) else None
             raise PatchError(
                 str(e), index=i, path=path if isinstance(path, str) else None

@@ -810,6 +810,8 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
         _interrupt(tx, err.ProtocolError(str(exc)))
         return tx.done()
     except StreamWarning as exc:
+        if exc.applied is not None:
+            s = with_draft(s, exc.applied)
         return Transition(evolve(s, warnings=_noted(s.warnings, str(exc))))
     return _no_commands((with_draft(s, new_stream), ()))
 

@@ -65,7 +65,12 @@ class StreamViolation(Exception):
 
 
 class StreamWarning(Exception):
-    """An event the draft cannot take and AG-UI says to drop with a warning, not fail on."""
+    """An event the draft cannot take and AG-UI says to drop with a warning, not fail on;
+    or, with ``applied``, one it took in part (the draft as it stands after it)."""
+
+    def __init__(self, note: str, applied: Stream | None = None) -> None:
+        super().__init__(note)
+        self.applied = applied
 
 
 # -- text and reasoning messages -------------------------------------------------
@@ -417,15 +422,27 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
 # -- snapshots, deltas, activities ---------------------------------------------------
 
 
-def _patched(doc: JSON, ops: Any, what: str, *, flat_root: bool = False) -> JSON:
+def _patched(
+    doc: JSON, ops: Any, what: str, skipped: list[str], *, flat_root: bool = False
+) -> JSON:
     try:
-        return apply_patch(doc, ops, flat_root=flat_root)
+        return apply_patch(doc, ops, flat_root=flat_root, skipped=skipped)
     except PatchError as exc:
         raise StreamViolation(f"invalid {what}: {exc}") from None
 
 
+def _with_skipped(s: Stream, skipped: list[str], what: str) -> Stream:
+    """``s``, or a warning carrying it when the patch had ops it left out (AG-UI 1.0:
+    unrecognised material is dropped with a warning, the rest applied)."""
+    if skipped:
+        raise StreamWarning(f"{what}: left out {'; '.join(skipped)}", applied=s)
+    return s
+
+
 def _state_delta(s: Stream, e: ev.StateDelta) -> Stream:
-    return with_state(s, _patched(s.state, e.delta, "STATE_DELTA patch"))
+    skipped: list[str] = []
+    patched = with_state(s, _patched(s.state, e.delta, "STATE_DELTA patch", skipped))
+    return _with_skipped(patched, skipped, "STATE_DELTA") if skipped else patched
 
 
 def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
@@ -456,15 +473,24 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
 def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     i = _index_of(s, e.message_id)
     if i is None or not isinstance(s.messages[i], ActivityMessage):
-        raise StreamViolation(f"ACTIVITY_DELTA for {e.message_id!r}, which has no snapshot")
+        # AG-UI 1.0 (Activity): skipped with a warning; it MUST NOT fail the run.
+        what = "no message" if i is None else f"{_a(s.messages[i].role)} message"
+        raise StreamWarning(
+            f"ACTIVITY_DELTA for {e.message_id!r}, which names {what} this run streamed "
+            "as an activity; the delta was skipped"
+        )
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)
     # The content is typed as a FrozenDict: kept one, so a wide activity costs one C-level
     # copy per delta, not a PMap built from it and copied back every time.
-    content = as_object(_patched(current.content, e.patch, "ACTIVITY_DELTA patch", flat_root=True))
+    skipped: list[str] = []
+    patched = _patched(current.content, e.patch, "ACTIVITY_DELTA patch", skipped, flat_root=True)
+    content = as_object(patched)
     if content is None:
         raise StreamViolation("an ACTIVITY_DELTA patch made the activity content a non-object")
-    return evolve(s, messages=s.messages.set(i, evolve(current, content=content)))
+    # The delta's activityType replaces the message's (AG-UI 1.0: a delta may retype).
+    changed = evolve(current, content=content, activity_type=e.activity_type)
+    return _with_skipped(evolve(s, messages=s.messages.set(i, changed)), skipped, "ACTIVITY_DELTA")
 
 
 CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {

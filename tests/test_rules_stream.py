@@ -735,7 +735,6 @@ def test_R_J2_long_arrays_share_structure_and_still_read_and_send_as_arrays() ->
     "bad_op",
     [
         pytest.param({"op": "remove", "path": "/missing"}, id="remove-missing-path"),
-        pytest.param({"op": "frobnicate", "path": "/n", "value": 1}, id="unknown-op"),
         pytest.param({"op": "test", "path": "/n", "value": 99}, id="test-failure"),
         pytest.param({"op": "replace", "path": "/nope/deeper", "value": 1}, id="no-parent"),
         pytest.param({"op": "add", "path": "/items/7", "value": 1}, id="index-out-of-range"),
@@ -1011,18 +1010,68 @@ def test_R_J2_a_wide_shared_state_becomes_a_pmap_once_and_stays_one(
     assert [chat.state[f"k{k}"] for k in (1, 4, 5)] == [-1, -4, 5]
 
 
+def test_R_J2_an_unknown_patch_op_is_left_out_with_a_warning() -> None:
+    """AG-UI 1.0 (processing): unrecognised material, such as an op a newer producer
+    defines, is dropped with a warning and the rest applied. It failed the run."""
+    driver, chat = chat_with(
+        succeed(
+            state_delta(
+                {"op": "add", "path": "/a", "value": 1},
+                {"op": "frobnicate", "path": "/n", "value": 1},
+                {"op": "add", "path": "/b", "value": 2},
+            ),
+            ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1}),
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="act1",
+                activityType="PLAN",
+                patch=[{"op": "twist", "path": "/s"}, {"op": "replace", "path": "/s", "value": 2}],
+            ),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert thaw(chat.state) == {"a": 1, "b": 2}
+    (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
+    assert thaw(activity.content) == {"s": 2}
+    assert chat.warnings == (
+        "STATE_DELTA: left out operation 1: unknown op 'frobnicate'",
+        "ACTIVITY_DELTA: left out operation 0: unknown op 'twist'",
+    )
+
+
+@pytest.mark.parametrize("target", ["nope", "m1"])
+def test_R_J2_an_activity_delta_for_no_activity_is_skipped_with_a_warning(target: str) -> None:
+    """AG-UI 1.0 (Activity): a delta naming no message, or a message that is not an
+    activity, is skipped; the consumer surfaces a warning and MUST NOT fail the run (it
+    did). The delta's activityType retypes the activity it amends."""
+    driver, chat = chat_with(
+        succeed(
+            *text("m1", "Partial work"),
+            ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1}),
+            ev("ACTIVITY_DELTA", messageId=target, activityType="PLAN", patch=[]),
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="act1",
+                activityType="SEARCH",
+                patch=[{"op": "add", "path": "/x", "value": 1}],
+            ),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
+    assert (activity.activity_type, thaw(activity.content)) == ("SEARCH", {"s": 1, "x": 1})
+    (warning,) = chat.warnings
+    assert warning.startswith(f"ACTIVITY_DELTA for {target!r}, which names ")
+    assert warning.endswith("the delta was skipped")
+
+
 @pytest.mark.parametrize(
     "delta",
     [
-        pytest.param(
-            ev(
-                "ACTIVITY_DELTA",
-                messageId="nope",
-                activityType="PLAN",
-                patch=[{"op": "add", "path": "/x", "value": 1}],
-            ),
-            id="unknown-activity",
-        ),
         pytest.param(
             ev(
                 "ACTIVITY_DELTA",
