@@ -446,13 +446,38 @@ def _state_delta(s: Stream, e: ev.StateDelta) -> Stream:
 
 
 def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
-    # Reconciled by id: an unchanged message keeps its object, so the new
-    # history shares what it can with the old one. Open streams end here: the
-    # snapshot is authoritative.
-    old = {m.id: m for m in s.messages}
-    merged = PVec.from_iterable(old[m.id] if old.get(m.id) == m else m for m in e.messages)
-    hints = IdHints(merged)
-    return evolve(s, messages=merged, open_texts=(), open_calls=(), base=0, ids=hints)
+    """Reconciled by id, as AG-UI 1.0 (State) says: a message the snapshot names is
+    replaced in place, one it does not name is dropped (but activity and reasoning
+    messages, which a producer may not track, unless the snapshot carries that role),
+    and the snapshot's new messages are appended in its order. An unchanged message
+    keeps its object, so the history shares what it can. The snapshot opens and closes
+    nothing: a message or call streaming through it goes on, from the snapshot's text."""
+    was_open = [o.message_id for o in s.open_texts]
+    calls_open = [c.tool_call_id for c in s.open_calls]
+    s = close_all(s)
+    given = {m.id: m for m in e.messages}
+    roles = {m.role for m in e.messages}
+    kept_roles = {"activity", "reasoning"} - roles
+    merged: list[Message] = []
+    placed: set[str] = set()
+    for m in s.messages:
+        new = given.get(m.id)
+        if new is not None and m.id not in placed:
+            merged.append(m if new == m else new)
+            placed.add(m.id)
+        elif new is None and m.role in kept_roles:
+            merged.append(m)
+    merged.extend(m for m in e.messages if m.id not in placed)
+    messages = PVec.from_iterable(merged)
+    out = evolve(s, messages=messages, base=0, ids=IdHints(messages))
+    for mid in was_open:
+        i = _index_of(out, mid)
+        if i is not None and type(out.messages[i]) in WITH_CONTENT:
+            out = _reopen_text(out, i, out.messages[i])
+    for cid in calls_open:
+        if _holder_of(out, cid) is not None:
+            out = _tool_call_start(out, cid, "", None)  # reopens it: arguments as they stand
+    return out
 
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:

@@ -829,9 +829,10 @@ def test_R_J2_messages_snapshot_reconciles_by_id() -> None:
     assert chat.messages[2] is not old["a1"]
 
 
-def test_R_J2_messages_snapshot_ends_open_streams() -> None:
-    """R-J2: a text message and a tool call still streaming end at a MESSAGES_SNAPSHOT:
-    the snapshot's version is what shows and what the run's end commits."""
+def test_R_J2_messages_snapshot_restates_open_streams() -> None:
+    """R-J2: a text message and a tool call still streaming are restated by a
+    MESSAGES_SNAPSHOT: the snapshot's version is what shows and what the run's end
+    commits (they stay open: AG-UI 1.0 says the snapshot closes nothing)."""
     snapshot = [
         {"id": "u1", "role": "user", "content": "Go"},
         {
@@ -869,6 +870,62 @@ def test_R_J2_messages_snapshot_ends_open_streams() -> None:
     assert_idle_ok(chat)
     assert list(chat.messages) == expected
     assert list(chat.core_state.checkpoint.messages) == expected
+
+
+def test_R_J2_messages_snapshot_keeps_positions_and_client_only_messages() -> None:
+    """AG-UI 1.0 (State, MESSAGES_SNAPSHOT): a message the consumer holds keeps its
+    position (the snapshot's order counts only for new ones); activity and reasoning
+    messages, which a producer may not track, survive a snapshot that carries none of
+    their role; a message still streaming goes on (content after the snapshot appends
+    to its text; it failed as 'not open'). interlude adopted the snapshot's order and
+    dropped activity and reasoning messages."""
+    snapshot = [
+        {"id": "m1", "role": "assistant", "content": "Hello"},
+        {"id": "u1", "role": "user", "content": "Go"},
+        {"id": "a9", "role": "assistant", "content": "New"},
+    ]
+    driver, chat = chat_with(
+        succeed(
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="hmm"),
+            ev("REASONING_MESSAGE_END", messageId="r1"),
+            ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1}),
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hel"),
+            ev("MESSAGES_SNAPSHOT", messages=snapshot),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta=", world"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        user(),  # HISTORY is not in the snapshot: dropped, as the producer declared
+        ReasoningMessage(id="r1", content="hmm"),
+        ActivityMessage(id="act1", activity_type="PLAN", content=freeze({"s": 1})),
+        AssistantMessage(id="m1", content="Hello, world"),
+        AssistantMessage(id="a9", content="New"),
+    ]
+
+
+def test_R_J2_a_snapshot_carrying_a_role_declares_all_of_it() -> None:
+    """The exception is per role and self-revoking: a snapshot with any activity message
+    declares the complete activity set, so an activity it omits is dropped."""
+    snapshot = [
+        {"id": "u1", "role": "user", "content": "Go"},
+        {"id": "act2", "role": "activity", "activityType": "PLAN", "content": {}},
+    ]
+    driver, chat = chat_with(
+        succeed(
+            ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1}),
+            ev("MESSAGES_SNAPSHOT", messages=snapshot),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert [m.id for m in chat.messages] == ["u1", "act2"]
 
 
 # -- R-J2: activities -----------------------------------------------------------------------
