@@ -164,6 +164,12 @@ def _text_start(s: Stream, e: ev.TextMessageStart) -> Stream:
 
 
 def _plain_message(role: str, message_id: str, name: str | None) -> Message:
+    if role not in _TEXT_ROLES:
+        # AG-UI 1.0: a malformed known value is fatal; no default stands in for it.
+        raise StreamViolation(
+            f"text message {message_id!r} has role {role!r}; a text message is "
+            "developer, system, assistant or user"
+        )
     if role == "user":
         return UserMessage(id=message_id, content="", name=name)
     if role == "system":
@@ -171,6 +177,9 @@ def _plain_message(role: str, message_id: str, name: str | None) -> Message:
     if role == "developer":
         return DeveloperMessage(id=message_id, content="", name=name)
     return AssistantMessage(id=message_id, content="", name=name)
+
+
+_TEXT_ROLES = frozenset({"developer", "system", "assistant", "user"})
 
 
 def _chunk(
@@ -194,6 +203,10 @@ def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
 
 
 def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
+    if e.role != "reasoning":
+        raise StreamViolation(
+            f"REASONING_MESSAGE_START {e.message_id!r} has role {e.role!r}, not 'reasoning'"
+        )
     return _start_text(s, ReasoningMessage(id=e.message_id, content=""))
 
 
@@ -378,6 +391,8 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
 
 
 def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
+    if e.role not in (None, "tool"):
+        raise StreamViolation(f"TOOL_CALL_RESULT {e.message_id!r} has role {e.role!r}, not 'tool'")
     # R-D4: the result may name a call from before the interrupt; it attaches by id.
     msg = ToolMessage(id=e.message_id, content=e.content, tool_call_id=e.tool_call_id)
     return evolve(s, messages=_appended(s, msg))

@@ -243,6 +243,27 @@ def test_R_J2_text_message_streams_deltas_then_commits() -> None:
 
 
 @pytest.mark.parametrize(
+    "event",
+    [
+        ev("TEXT_MESSAGE_START", messageId="m1", role="tool"),
+        ev("TEXT_MESSAGE_START", messageId="m1", role="critic"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="reasoning", delta="x"),
+        ev("REASONING_MESSAGE_START", messageId="r1", role="assistant"),
+        ev("TOOL_CALL_RESULT", messageId="t1", toolCallId="c1", content="x", role="assistant"),
+    ],
+    ids=lambda e: f"{e['type']}-{e['role']}",
+)
+def test_R_J2_a_role_outside_the_events_set_is_a_protocol_error(event: dict[str, Any]) -> None:
+    """AG-UI 1.0 (processing): a malformed known value is fatal, and no default may
+    stand in for a malformed role. A text message with role 'tool' became an assistant
+    message; a TOOL_CALL_RESULT with role 'assistant' was taken as a tool message."""
+    driver, chat = chat_with(succeed(event))
+    before = start(chat, driver)
+    error = assert_rolled_back(driver, chat, before)
+    assert repr(event["role"]) in str(error)
+
+
+@pytest.mark.parametrize(
     ("role", "expected"),
     [
         ("system", SystemMessage(id="m1", content="Be brief")),
