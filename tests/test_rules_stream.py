@@ -135,6 +135,15 @@ def call(cid: str, name: str, arguments: str) -> ToolCall:
     return ToolCall(id=cid, function=FunctionCall(name=name, arguments=arguments))
 
 
+def reasoning(mid: str, delta: str) -> list[dict[str, Any]]:
+    """A reasoning message streamed whole: START, one CONTENT, END."""
+    return [
+        ev("REASONING_MESSAGE_START", messageId=mid, role="reasoning"),
+        ev("REASONING_MESSAGE_CONTENT", messageId=mid, delta=delta),
+        ev("REASONING_MESSAGE_END", messageId=mid),
+    ]
+
+
 def ev(kind: str, **fields: Any) -> dict[str, Any]:
     """A wire event: ``ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x")``."""
     return {"type": kind, **fields}
@@ -564,12 +573,8 @@ def test_R_J2_a_closed_message_started_again_in_the_run_continues() -> None:
         succeed(
             *text("m1", "Hello, "),
             *text("m1", "world."),
-            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
-            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="think"),
-            ev("REASONING_MESSAGE_END", messageId="r1"),
-            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
-            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="ing"),
-            ev("REASONING_MESSAGE_END", messageId="r1"),
+            *reasoning("r1", "think"),
+            *reasoning("r1", "ing"),
         )
     )
     start(chat, driver)
@@ -588,12 +593,8 @@ def test_R_J2_a_reopened_tool_call_appends_its_arguments_and_runs_once() -> None
     ran: list[Any] = []
     driver, chat = chat_with(
         succeed(
-            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup"),
-            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"q":'),
-            ev("TOOL_CALL_END", toolCallId="c1"),
-            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup"),
-            ev("TOOL_CALL_ARGS", toolCallId="c1", delta=" 1}"),
-            ev("TOOL_CALL_END", toolCallId="c1"),
+            *tool_call("c1", "lookup", '{"q":'),
+            *tool_call("c1", "lookup", " 1}"),
         ),
         succeed(),
         local_tools={"lookup": ran.append},
@@ -907,9 +908,7 @@ def test_R_J2_messages_snapshot_keeps_positions_and_client_only_messages() -> No
     ]
     driver, chat = chat_with(
         succeed(
-            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
-            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="hmm"),
-            ev("REASONING_MESSAGE_END", messageId="r1"),
+            *reasoning("r1", "hmm"),
             ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1}),
             ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
             ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hel"),
