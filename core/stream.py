@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .json import JSON, as_object
+from .json import JSON, FrozenDict, as_object
 from .patch import PatchError, apply_patch
 from .pvec import PVec, Rope
 from .state import (
@@ -99,6 +99,46 @@ def _a(word: str) -> str:
     return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
+def _merged(old: FrozenDict | None, new: FrozenDict | None) -> FrozenDict | None:
+    """AG-UI 1.0 (Metadata): key by key, the last write winning; never recursive."""
+    if new is None:
+        return old
+    if old is None:
+        return new
+    return FrozenDict({**old, **new})
+
+
+def _message_metadata(s: Stream, message_id: str, metadata: FrozenDict | None) -> Stream:
+    """``s`` with ``metadata`` merged into this run's message ``message_id``."""
+    if metadata is None:
+        return s
+    o = _find_open_text(s, message_id)
+    i = o.position if o is not None else _index_of(s, message_id)
+    assert i is not None  # called after the event found or made the message
+    m = s.messages[i]
+    changed = evolve(m, metadata=_merged(m.metadata, metadata))  # type: ignore[union-attr]
+    return evolve(s, messages=s.messages.set(i, changed))
+
+
+def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) -> Stream:
+    """``s`` with ``metadata`` merged into call ``tool_call_id`` itself, not its holder
+    (AG-UI 1.0: one message holds several calls, each keeping its own)."""
+    if metadata is None:
+        return s
+    o = _find_open_call(s, tool_call_id)
+    i = o.position if o is not None else _holder_of(s, tool_call_id)
+    assert i is not None  # called after the event found or made the call
+    holder = s.messages[i]
+    assert isinstance(holder, AssistantMessage)
+
+    def merge(c: ToolCall) -> ToolCall:
+        return evolve(c, metadata=_merged(c.metadata, metadata))
+
+    changed = with_call(holder, tool_call_id, merge)
+    assert changed is not None
+    return evolve(s, messages=s.messages.set(i, changed))
+
+
 def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
     """AG-UI 1.0: a closed message is closed, not sealed. A START naming one this run
     streamed reopens it, its further content appending to what is there; its role and
@@ -128,12 +168,17 @@ def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
 
 def _text_content(s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageContent) -> Stream:
     texts = s.open_texts
-    if len(texts) == 1 and texts[0].message_id == e.message_id:
+    if len(texts) == 1 and texts[0].message_id == e.message_id and e.metadata is None:
         # Half of a stream's events land here: the loop of _append_text, unrolled for
         # its common case (one message open), saves about 4% of the benchmark's cost.
         o = texts[0]
         return with_open_texts(s, (with_rope(o, o.rope.append(e.delta)),))
-    return _append_text(s, e.message_id, e.delta)
+    s = _append_text(s, e.message_id, e.delta)
+    return _message_metadata(s, e.message_id, e.metadata)
+
+
+def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Stream:
+    return _message_metadata(_end_text(s, e.message_id), e.message_id, e.metadata)
 
 
 def with_text(message: Message, text: str) -> Message:
@@ -160,30 +205,40 @@ def _end_text(s: Stream, message_id: str) -> Stream:
 
 
 def _text_start(s: Stream, e: ev.TextMessageStart) -> Stream:
-    return _start_text(s, _plain_message(e.role or "assistant", e.message_id, e.name))
+    message = _plain_message(e.role or "assistant", e.message_id, e.name, e.subagent_run_id)
+    return _message_metadata(_start_text(s, message), e.message_id, e.metadata)
 
 
-def _plain_message(role: str, message_id: str, name: str | None) -> Message:
+def _plain_message(
+    role: str, message_id: str, name: str | None, subagent_run_id: str | None = None
+) -> Message:
     if role not in _TEXT_ROLES:
         # AG-UI 1.0: a malformed known value is fatal; no default stands in for it.
         raise StreamViolation(
             f"text message {message_id!r} has role {role!r}; a text message is "
             "developer, system, assistant or user"
         )
-    if role == "user":
-        return UserMessage(id=message_id, content="", name=name)
-    if role == "system":
-        return SystemMessage(id=message_id, content="", name=name)
-    if role == "developer":
-        return DeveloperMessage(id=message_id, content="", name=name)
-    return AssistantMessage(id=message_id, content="", name=name)
+    message: Message = _TEXT_CLASSES[role](
+        id=message_id, content="", name=name, subagent_run_id=subagent_run_id
+    )
+    return message
 
 
-_TEXT_ROLES = frozenset({"developer", "system", "assistant", "user"})
+_TEXT_CLASSES: dict[str, Any] = {
+    "developer": DeveloperMessage,
+    "system": SystemMessage,
+    "assistant": AssistantMessage,
+    "user": UserMessage,
+}
+_TEXT_ROLES = frozenset(_TEXT_CLASSES)
 
 
 def _chunk(
-    s: Stream, message_id: str | None, delta: str | None, new: Callable[[str], Message]
+    s: Stream,
+    message_id: str | None,
+    delta: str | None,
+    new: Callable[[str], Message],
+    metadata: FrozenDict | None,
 ) -> Stream:
     """A ``*_CHUNK`` event opens its message when needed; the run's end closes it."""
     mid = message_id
@@ -193,12 +248,18 @@ def _chunk(
         mid = s.open_texts[-1].message_id
     if _find_open_text(s, mid) is None:
         s = _start_text(s, new(mid))
-    return _append_text(s, mid, delta) if delta else s
+    if delta:
+        s = _append_text(s, mid, delta)
+    return _message_metadata(s, mid, metadata)
 
 
 def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
     return _chunk(
-        s, e.message_id, e.delta, lambda mid: _plain_message(e.role or "assistant", mid, e.name)
+        s,
+        e.message_id,
+        e.delta,
+        lambda mid: _plain_message(e.role or "assistant", mid, e.name, e.subagent_run_id),
+        e.metadata,
     )
 
 
@@ -207,11 +268,15 @@ def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
         raise StreamViolation(
             f"REASONING_MESSAGE_START {e.message_id!r} has role {e.role!r}, not 'reasoning'"
         )
-    return _start_text(s, ReasoningMessage(id=e.message_id, content=""))
+    message = ReasoningMessage(id=e.message_id, content="", subagent_run_id=e.subagent_run_id)
+    return _message_metadata(_start_text(s, message), e.message_id, e.metadata)
 
 
 def _reasoning_chunk(s: Stream, e: ev.ReasoningMessageChunk) -> Stream:
-    return _chunk(s, e.message_id, e.delta, lambda mid: ReasoningMessage(id=mid, content=""))
+    def new(mid: str) -> Message:
+        return ReasoningMessage(id=mid, content="", subagent_run_id=e.subagent_run_id)
+
+    return _chunk(s, e.message_id, e.delta, new, e.metadata)
 
 
 # -- tool calls --------------------------------------------------------------------
@@ -322,10 +387,11 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
 
 def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
     calls = s.open_calls
-    if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id:  # as in _text_content
-        o = calls[0]
+    if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id and e.metadata is None:
+        o = calls[0]  # as in _text_content
         return with_open_calls(s, (with_rope(o, o.rope.append(e.delta)),))
-    return _tool_call_args(s, e.tool_call_id, e.delta)
+    s = _tool_call_args(s, e.tool_call_id, e.delta)
+    return _call_metadata(s, e.tool_call_id, e.metadata)
 
 
 def with_call(
@@ -387,14 +453,22 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
         if e.tool_call_name is None:
             raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
         s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id)
-    return _tool_call_args(s, cid, e.delta) if e.delta else s
+    if e.delta:
+        s = _tool_call_args(s, cid, e.delta)
+    return _call_metadata(s, cid, e.metadata)
 
 
 def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     if e.role not in (None, "tool"):
         raise StreamViolation(f"TOOL_CALL_RESULT {e.message_id!r} has role {e.role!r}, not 'tool'")
     # R-D4: the result may name a call from before the interrupt; it attaches by id.
-    msg = ToolMessage(id=e.message_id, content=e.content, tool_call_id=e.tool_call_id)
+    msg = ToolMessage(
+        id=e.message_id,
+        content=e.content,
+        tool_call_id=e.tool_call_id,
+        metadata=e.metadata,
+        subagent_run_id=e.subagent_run_id,
+    )
     return evolve(s, messages=_appended(s, msg))
 
 
@@ -496,8 +570,17 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
 
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
-    msg = ActivityMessage(id=e.message_id, activity_type=e.activity_type, content=e.content)
     i = _index_of(s, e.message_id)
+    had = s.messages[i].metadata if i is not None else None  # type: ignore[union-attr]
+    msg = ActivityMessage(
+        id=e.message_id,
+        activity_type=e.activity_type,
+        content=e.content,
+        # Metadata so far survives a replacing snapshot; attribution is re-minted
+        # (AG-UI 1.0, Activity).
+        metadata=_merged(had, e.metadata),
+        subagent_run_id=e.subagent_run_id,
+    )
     if i is None:
         return evolve(s, messages=_appended(s, msg))
     if e.replace is False:
@@ -529,7 +612,12 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     if content is None:
         raise StreamViolation("an ACTIVITY_DELTA patch made the activity content a non-object")
     # The delta's activityType replaces the message's (AG-UI 1.0: a delta may retype).
-    changed = evolve(current, content=content, activity_type=e.activity_type)
+    changed = evolve(
+        current,
+        content=content,
+        activity_type=e.activity_type,
+        metadata=_merged(current.metadata, e.metadata),
+    )
     return _with_skipped(evolve(s, messages=s.messages.set(i, changed)), skipped, "ACTIVITY_DELTA")
 
 
@@ -538,17 +626,21 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     # custom, subagent lifecycle, reasoning phases, unknown types.
     ev.TextMessageStart: _text_start,
     ev.TextMessageContent: _text_content,
-    ev.TextMessageEnd: lambda s, e: _end_text(s, e.message_id),
+    ev.TextMessageEnd: _text_end,
     ev.TextMessageChunk: _text_chunk,
     ev.ReasoningMessageStart: _reasoning_start,
     ev.ReasoningMessageContent: _text_content,
-    ev.ReasoningMessageEnd: lambda s, e: _end_text(s, e.message_id),
+    ev.ReasoningMessageEnd: _text_end,
     ev.ReasoningMessageChunk: _reasoning_chunk,
-    ev.ToolCallStart: lambda s, e: _tool_call_start(
-        s, e.tool_call_id, e.tool_call_name, e.parent_message_id
+    ev.ToolCallStart: lambda s, e: _call_metadata(
+        _tool_call_start(s, e.tool_call_id, e.tool_call_name, e.parent_message_id),
+        e.tool_call_id,
+        e.metadata,
     ),
     ev.ToolCallArgs: _tool_call_args_event,
-    ev.ToolCallEnd: lambda s, e: _tool_call_end(s, e.tool_call_id),
+    ev.ToolCallEnd: lambda s, e: _call_metadata(
+        _tool_call_end(s, e.tool_call_id), e.tool_call_id, e.metadata
+    ),
     ev.ToolCallChunk: _tool_call_chunk,
     ev.ToolCallResult: _tool_call_result,
     ev.StateSnapshot: lambda s, e: evolve(s, state=e.snapshot),

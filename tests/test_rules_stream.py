@@ -607,6 +607,49 @@ def test_R_J2_a_reopened_tool_call_appends_its_arguments_and_runs_once() -> None
     assert holders == [AssistantMessage(id="c1", tool_calls=(call("c1", "lookup", '{"q": 1}'),))]
 
 
+def test_R_J2_event_metadata_merges_into_the_item_the_events_build() -> None:
+    """AG-UI 1.0 (Metadata): a consumer MUST merge the metadata of every event making up
+    an item, key by key, the last write winning, not recursively; a tool call's lands on
+    the call, not its holder; an activity keeps its metadata through a replacing
+    snapshot. Every event's metadata was dropped, and subagentRunId with it."""
+    driver, chat = chat_with(
+        succeed(
+            ev("TEXT_MESSAGE_START", messageId="m1", metadata={"model": "x", "n": {"a": 1}}),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hi", metadata={"n": {"b": 2}}),
+            ev("TEXT_MESSAGE_END", messageId="m1", metadata={"finish": "stop"}),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f", parentMessageId="m1"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", metadata={"k": 1}),
+            ev("TOOL_CALL_END", toolCallId="c1", metadata={"k": 2, "j": 0}),
+            ev(
+                "TOOL_CALL_RESULT",
+                messageId="t1",
+                toolCallId="c1",
+                content="ok",
+                metadata={"ms": 3},
+                subagentRunId="sub-1",
+            ),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m2", delta="a", metadata={"u": 1}),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m2", metadata={"usage": 9}),
+            ev(
+                "ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, metadata={"x": 1}
+            ),
+            ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], metadata={"y": 2}),
+            ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={"s": 1}),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    by_id = {m.id: m for m in chat.messages}
+    m1 = by_id["m1"]
+    assert isinstance(m1, AssistantMessage)
+    assert thaw(m1.metadata) == {"model": "x", "n": {"b": 2}, "finish": "stop"}
+    assert m1.tool_calls is not None and thaw(m1.tool_calls[0].metadata) == {"k": 2, "j": 0}
+    assert (thaw(by_id["t1"].metadata), by_id["t1"].subagent_run_id) == ({"ms": 3}, "sub-1")
+    assert thaw(by_id["m2"].metadata) == {"u": 1, "usage": 9}
+    assert thaw(by_id["a1"].metadata) == {"x": 1, "y": 2}
+
+
 def test_R_J2_a_text_message_started_with_the_id_of_a_calls_holder_joins_it() -> None:
     """A tool call whose parent message is not streamed yet gets a holder with that id;
     the text message that then starts with the id is the same message."""
