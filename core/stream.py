@@ -178,7 +178,23 @@ def _text_content(s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageConte
 
 
 def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Stream:
+    _check_lane(s, e.message_id, type(e) is ev.ReasoningMessageEnd)
     return _message_metadata(_end_text(s, e.message_id), e.message_id, e.metadata)
+
+
+def _reasoning_content(s: Stream, e: ev.ReasoningMessageContent) -> Stream:
+    _check_lane(s, e.message_id, True)
+    return _text_content(s, e)
+
+
+def _check_lane(s: Stream, message_id: str, reasoning: bool) -> None:
+    """A reasoning event must name a reasoning message, a text event a text message:
+    AG-UI 1.0 keeps the two apart, and content in the wrong one is silent corruption.
+    (A message that is not open is left to the handler's own error.)"""
+    o = _find_open_text(s, message_id)
+    if o is not None and isinstance(s.messages[o.position], ReasoningMessage) != reasoning:
+        kind, other = ("reasoning", "text") if reasoning else ("text", "reasoning")
+        raise StreamViolation(f"a {kind} event for message {message_id!r}, a {other} message")
 
 
 def with_text(message: Message, text: str) -> Message:
@@ -239,15 +255,25 @@ def _chunk(
     delta: str | None,
     new: Callable[[str], Message],
     metadata: FrozenDict | None,
+    reasoning: bool,
 ) -> Stream:
-    """A ``*_CHUNK`` event opens its message when needed; the run's end closes it."""
+    """A ``*_CHUNK`` event opens its message when needed; the run's end closes it. One
+    without an id continues the newest open message of its own kind."""
     mid = message_id
     if mid is None:
-        if not s.open_texts:
-            raise StreamViolation("a chunk without messageId and no message open")
-        mid = s.open_texts[-1].message_id
+        kin = [
+            o
+            for o in s.open_texts
+            if isinstance(s.messages[o.position], ReasoningMessage) == reasoning
+        ]
+        if not kin:
+            kind = "reasoning" if reasoning else "text"
+            raise StreamViolation(f"a chunk without messageId and no {kind} message open")
+        mid = kin[-1].message_id
     if _find_open_text(s, mid) is None:
         s = _start_text(s, new(mid))
+    else:
+        _check_lane(s, mid, reasoning)
     if delta:
         s = _append_text(s, mid, delta)
     return _message_metadata(s, mid, metadata)
@@ -260,6 +286,7 @@ def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
         e.delta,
         lambda mid: _plain_message(e.role or "assistant", mid, e.name, e.subagent_run_id),
         e.metadata,
+        False,
     )
 
 
@@ -276,7 +303,7 @@ def _reasoning_chunk(s: Stream, e: ev.ReasoningMessageChunk) -> Stream:
     def new(mid: str) -> Message:
         return ReasoningMessage(id=mid, content="", subagent_run_id=e.subagent_run_id)
 
-    return _chunk(s, e.message_id, e.delta, new, e.metadata)
+    return _chunk(s, e.message_id, e.delta, new, e.metadata, True)
 
 
 # -- tool calls --------------------------------------------------------------------
@@ -629,7 +656,7 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.TextMessageEnd: _text_end,
     ev.TextMessageChunk: _text_chunk,
     ev.ReasoningMessageStart: _reasoning_start,
-    ev.ReasoningMessageContent: _text_content,
+    ev.ReasoningMessageContent: _reasoning_content,
     ev.ReasoningMessageEnd: _text_end,
     ev.ReasoningMessageChunk: _reasoning_chunk,
     ev.ToolCallStart: lambda s, e: _call_metadata(

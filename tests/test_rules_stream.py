@@ -650,6 +650,62 @@ def test_R_J2_event_metadata_merges_into_the_item_the_events_build() -> None:
     assert thaw(by_id["a1"].metadata) == {"x": 1, "y": 2}
 
 
+def test_R_J2_a_chunk_without_an_id_continues_the_newest_message_of_its_kind() -> None:
+    """A REASONING_MESSAGE_CHUNK without an id continued the newest open message of any
+    kind, so the model's thinking landed in the answer ("Answer.more thinking")."""
+    driver, chat = chat_with(
+        succeed(
+            ev("REASONING_MESSAGE_CHUNK", messageId="r1", delta="think"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Answer."),
+            ev("REASONING_MESSAGE_CHUNK", delta=" more"),
+            ev("TEXT_MESSAGE_CHUNK", delta=" Done."),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        ReasoningMessage(id="r1", content="think more"),
+        AssistantMessage(id="m1", content="Answer. Done."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta="x"),
+        ],
+        [ev("REASONING_MESSAGE_START", messageId="r1"), ev("TEXT_MESSAGE_END", messageId="r1")],
+        [ev("TEXT_MESSAGE_START", messageId="m1"), ev("REASONING_MESSAGE_END", messageId="m1")],
+        [
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+            ev("REASONING_MESSAGE_CHUNK", delta="b"),
+        ],
+        [
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+            ev("REASONING_MESSAGE_CHUNK", messageId="m1", delta="b"),
+        ],
+    ],
+    ids=[
+        "reasoning-content-in-text",
+        "text-end-of-reasoning",
+        "reasoning-end-of-text",
+        "idless-reasoning-chunk-no-reasoning-open",
+        "reasoning-chunk-names-text",
+    ],
+)
+def test_R_J2_a_reasoning_event_for_a_text_message_or_back_is_a_protocol_error(
+    events: list[dict[str, Any]],
+) -> None:
+    """AG-UI 1.0 keeps reasoning and text apart ('MUST detect ... and fail the run');
+    each of these was accepted, the content put in the other kind of message."""
+    driver, chat = chat_with(succeed(*events))
+    before = start(chat, driver)
+    assert_rolled_back(driver, chat, before)
+
+
 def test_R_J2_a_text_message_started_with_the_id_of_a_calls_holder_joins_it() -> None:
     """A tool call whose parent message is not streamed yet gets a holder with that id;
     the text message that then starts with the id is the same message."""
