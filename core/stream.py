@@ -108,13 +108,18 @@ def _merged(old: FrozenDict | None, new: FrozenDict | None) -> FrozenDict | None
     return FrozenDict({**old, **new})
 
 
+def _at(item: OpenText | OpenCall | None, found: int | None) -> int:
+    """Where an item an event just found or made stands: open, else as looked up."""
+    i = item.position if item is not None else found
+    assert i is not None
+    return i
+
+
 def _message_metadata(s: Stream, message_id: str, metadata: FrozenDict | None) -> Stream:
     """``s`` with ``metadata`` merged into this run's message ``message_id``."""
     if metadata is None:
         return s
-    o = _find_open_text(s, message_id)
-    i = o.position if o is not None else _index_of(s, message_id)
-    assert i is not None  # called after the event found or made the message
+    i = _at(_find_open_text(s, message_id), _index_of(s, message_id))
     m = s.messages[i]
     changed = evolve(m, metadata=_merged(m.metadata, metadata))  # type: ignore[union-attr]
     return evolve(s, messages=s.messages.set(i, changed))
@@ -125,9 +130,7 @@ def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) ->
     (AG-UI 1.0: one message holds several calls, each keeping its own)."""
     if metadata is None:
         return s
-    o = _find_open_call(s, tool_call_id)
-    i = o.position if o is not None else _holder_of(s, tool_call_id)
-    assert i is not None  # called after the event found or made the call
+    i = _at(_find_open_call(s, tool_call_id), _holder_of(s, tool_call_id))
     holder = s.messages[i]
     assert isinstance(holder, AssistantMessage)
 

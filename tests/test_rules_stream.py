@@ -171,6 +171,15 @@ def recorder(calls: list[Any], answer: Any) -> Callable[[Any], Any]:
     return tool
 
 
+def streamed(*events: Any) -> list[Message]:
+    """The messages one clean run of ``events`` adds after the user's (it must succeed)."""
+    driver, chat = chat_with(succeed(*events))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    return list(chat.messages)[len(HISTORY) + 1 :]
+
+
 def assert_idle_ok(chat: Resource) -> None:
     assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
     assert chat.pending_interrupts is None
@@ -569,18 +578,12 @@ def test_R_J2_a_closed_message_started_again_in_the_run_continues() -> None:
     """AG-UI 1.0 (Text Messages): a closed message is closed, not sealed; a START with
     its id reopens it and further content appends. It became a second message with the
     same id (@ag-ui/client gives one). Reasoning messages alike."""
-    driver, chat = chat_with(
-        succeed(
-            *text("m1", "Hello, "),
-            *text("m1", "world."),
-            *reasoning("r1", "think"),
-            *reasoning("r1", "ing"),
-        )
-    )
-    start(chat, driver)
-    driver.run_until_idle()
-    assert_idle_ok(chat)
-    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+    assert streamed(
+        *text("m1", "Hello, "),
+        *text("m1", "world."),
+        *reasoning("r1", "think"),
+        *reasoning("r1", "ing"),
+    ) == [
         AssistantMessage(id="m1", content="Hello, world."),
         ReasoningMessage(id="r1", content="thinking"),
     ]
@@ -653,18 +656,12 @@ def test_R_J2_event_metadata_merges_into_the_item_the_events_build() -> None:
 def test_R_J2_a_chunk_without_an_id_continues_the_newest_message_of_its_kind() -> None:
     """A REASONING_MESSAGE_CHUNK without an id continued the newest open message of any
     kind, so the model's thinking landed in the answer ("Answer.more thinking")."""
-    driver, chat = chat_with(
-        succeed(
-            ev("REASONING_MESSAGE_CHUNK", messageId="r1", delta="think"),
-            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Answer."),
-            ev("REASONING_MESSAGE_CHUNK", delta=" more"),
-            ev("TEXT_MESSAGE_CHUNK", delta=" Done."),
-        )
-    )
-    start(chat, driver)
-    driver.run_until_idle()
-    assert_idle_ok(chat)
-    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+    assert streamed(
+        ev("REASONING_MESSAGE_CHUNK", messageId="r1", delta="think"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Answer."),
+        ev("REASONING_MESSAGE_CHUNK", delta=" more"),
+        ev("TEXT_MESSAGE_CHUNK", delta=" Done."),
+    ) == [
         ReasoningMessage(id="r1", content="think more"),
         AssistantMessage(id="m1", content="Answer. Done."),
     ]
@@ -709,17 +706,11 @@ def test_R_J2_a_reasoning_event_for_a_text_message_or_back_is_a_protocol_error(
 def test_R_J2_a_text_message_started_with_the_id_of_a_calls_holder_joins_it() -> None:
     """A tool call whose parent message is not streamed yet gets a holder with that id;
     the text message that then starts with the id is the same message."""
-    driver, chat = chat_with(
-        succeed(
-            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote", parentMessageId="m1"),
-            ev("TOOL_CALL_END", toolCallId="c1"),
-            *text("m1", "Looking it up."),
-        )
-    )
-    start(chat, driver)
-    driver.run_until_idle()
-    assert_idle_ok(chat)
-    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+    assert streamed(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote", parentMessageId="m1"),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+        *text("m1", "Looking it up."),
+    ) == [
         AssistantMessage(id="m1", content="Looking it up.", tool_calls=(call("c1", "remote", ""),))
     ]
 
