@@ -561,7 +561,8 @@ def section(
         out.notes.append(
             "local tool results in one round: a run ends with N calls of a local tool; "
             "timed from the round's start through the fake driver (a step per tool) to the "
-            "follow-up's end; each result is found by bisection and stored in the round's PVec"
+            "follow-up's end; each result finds its task by subtraction and is stored in "
+            "the round's PVec"
         )
     context = Section("Context: @ag-ui/client 1.0.0 (TypeScript), quoted from the issue")
     context.headers = ("events", "@ag-ui/client 1.0.0 (quoted)", "interlude (measured)", "")
