@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["content_events", "event", "small_json", "well_formed_events"]
+__all__ = ["annotated_events", "content_events", "event", "small_json", "well_formed_events"]
 
 MESSAGE_IDS = ("m1", "m2", "c1")  # "c1" is also a call id: a parentless call's holder
 CALL_IDS = ("c1", "c2")
@@ -130,9 +130,24 @@ well_formed_events = st.one_of(
 )
 
 
+@st.composite
+def _annotated(draw: st.DrawFn) -> dict[str, Any]:
+    """A well-formed event, sometimes with ``metadata`` (merged into what the event
+    names, key by key) and a ``subagentRunId``: the fields every event may carry."""
+    e = dict(draw(well_formed_events))
+    if draw(st.integers(0, 3)) == 0:
+        e["metadata"] = draw(st.dictionaries(st.sampled_from(["k", "source"]), small_json))
+    if draw(st.integers(0, 5)) == 0:
+        e["subagentRunId"] = draw(st.sampled_from(["sub1", "sub2"]))
+    return e
+
+
+annotated_events = _annotated()
+
+
 def _junked(draw: st.DrawFn) -> dict[str, Any]:
     """A well-formed event with one field set to a value of a wrong kind, or dropped."""
-    e = dict(draw(well_formed_events))
+    e = dict(draw(annotated_events))
     key = draw(st.sampled_from(sorted(e)))
     if draw(st.booleans()):
         del e[key]
@@ -142,6 +157,7 @@ def _junked(draw: st.DrawFn) -> dict[str, Any]:
 
 
 content_events = st.integers(0, 9).flatmap(
-    lambda n: well_formed_events if n else st.composite(_junked)()
+    lambda n: annotated_events if n else st.composite(_junked)()
 )
-"""Content events, one in ten with a field of the wrong kind or missing (even ``type``)."""
+"""Content events, one in ten with a field of the wrong kind or missing (even ``type``);
+a quarter of them carry metadata."""
