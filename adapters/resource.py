@@ -330,7 +330,7 @@ def _local_tools(value: object, verb: str) -> dict[str, Callable[..., Any]]:
     if not isinstance(value, Mapping):
         raise UsageError(
             f"{verb}: local_tools maps tool names to callables, such as "
-            f"{{'get_time': get_time}}; not a {type(value).__name__}"
+            f"{{'get_time': get_time}}; not {a_type(value)}"
         )
     for name, fn in value.items():
         if type(name) is not str or not name:
@@ -338,7 +338,7 @@ def _local_tools(value: object, verb: str) -> dict[str, Callable[..., Any]]:
         if not callable(fn):
             raise UsageError(
                 f"{verb}: local tool {name!r} must be a function (or an object with "
-                f"__call__), not a {type(fn).__name__}"
+                f"__call__), not {a_type(fn)}"
             )
     return dict(value)
 

@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import fastjsonschema
 
+from .errors import a_type
 from .schema_code import Run, Unchecked, generate, load
 from .schema_formats import format_checkers
 from .schema_json import NotUsable, copy_json
@@ -117,7 +118,7 @@ def compile_answer_schema(
         raise SchemaRejectedError(f"it {exc.reason} (at {exc.path})") from None
     root = tree.root
     if not isinstance(root, dict):
-        raise SchemaRejectedError(f"it is a {type(root).__name__}, not a JSON object")
+        raise SchemaRejectedError(f"it is {a_type(root)}, not a JSON object")
     compact = json.dumps(root, ensure_ascii=False, separators=(",", ":"))
     size = len(compact.encode("utf-8", "surrogatepass"))  # JSON may carry lone surrogates
     if size > limits.max_bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import ResumeProblem, quote
+from .errors import ResumeProblem, a_type, quote
 from .json import FrozenDict, NotJSONError, as_object, freeze
 from .state import Batch
 from .wire.run_input import ABSENT, ResumeEntry
@@ -47,7 +47,7 @@ def check_entries(
         fields = _fields(raw)
         if fields is None:
             problems.append(
-                ResumeProblem(f"entry {pos} is a {type(raw).__name__}, not a mapping", entry=pos)
+                ResumeProblem(f"entry {pos} is {a_type(raw)}, not a mapping", entry=pos)
             )
             continue
         iid = fields.get("interrupt_id", fields.get("interruptId"))

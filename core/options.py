@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 import attrs
 
 from . import intake
-from .errors import UsageError, quote
+from .errors import UsageError, a_type, quote
 from .json import JSON, as_object
 from .wire.run_input import Context, Tool
 
@@ -79,7 +79,7 @@ def _tools(value: object) -> tuple[Tool, ...]:
     for n, t in enumerate(_items(value, "tools", "Tool")):
         if not isinstance(t, Tool):
             raise UsageError(
-                f"Options.tools item {n} is a {type(t).__name__}, not a Tool; "
+                f"Options.tools item {n} is {a_type(t)}, not a Tool; "
                 "declare tools with interlude.core.wire.Tool(name=..., description=...)"
             )
         if type(t.name) is not str or not t.name or type(t.description) is not str:

@@ -112,7 +112,7 @@ def initial_state(
     state as ``{}``, and an agent's first ``STATE_DELTA`` is computed against it.
     """
     if options is not None and not isinstance(options, Options):
-        raise err.UsageError(f"options must be an Options, not a {type(options).__name__}")
+        raise err.UsageError(f"options must be an Options, not {err.a_type(options)}")
     history = intake.messages(messages, "messages=")
     options = options or Options()
     return State(
@@ -157,8 +157,14 @@ def _seconds(now: object) -> float:
     hint = " (call .timestamp() on it)" if hasattr(now, "timestamp") else ""
     raise err.UsageError(
         f"now must be finite epoch seconds (a float of seconds since 1970), "
-        f"not {type(now).__name__} {now!r}{hint}"
+        f"not {err.a_type(now)} {err.quote(now)}{hint}"
     )
+
+
+def _lingers(s: State, attempt: object) -> bool:
+    """Whether ``attempt`` is a finished run's open stream; a number of the wrong type
+    (unhashable, even) is not, and is refused by ``_check_issued`` next."""
+    return type(attempt) is int and attempt in s.lingering
 
 
 def _check_issued(s: State, number: object, what: str) -> None:
@@ -166,7 +172,7 @@ def _check_issued(s: State, number: object, what: str) -> None:
     stepping an old state, or carrying out commands before storing the new one."""
     if type(number) is not int:
         raise err.UsageError(
-            f"{what} is the int its command carried, not {type(number).__name__} {number!r}: "
+            f"{what} is the int its command carried, not {err.a_type(number)} {err.quote(number)}: "
             "pass the command's number back as it is"
         )
     if not 0 < number <= s.serial:
@@ -698,7 +704,7 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
     run = s.run
     attempt = None if run is None else run.attempt
     current = attempt is not None and attempt.id == i.attempt
-    if not current and i.attempt not in s.lingering:
+    if not current and not _lingers(s, i.attempt):
         _check_issued(s, i.attempt, "FrameReceived: attempt")
         return Transition(s)  # a late frame of a retired attempt (R-H1)
     try:
@@ -732,7 +738,7 @@ def _event(s: State, i: EventReceived, now: float) -> Transition:
     except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         run = s.run
         live = run is not None and run.attempt is not None and run.attempt.id == i.attempt
-        if not live and i.attempt not in s.lingering:
+        if not live and not _lingers(s, i.attempt):
             _check_issued(s, i.attempt, "EventReceived: attempt")
             return Transition(s)
         problem = f"the typed event {type(i.event).__name__} has no wire form: {exc}"
@@ -1072,7 +1078,7 @@ def _send_starting(s: State, i: SendStarting, now: float) -> Transition:
 def _ended_or_current(s: State, attempt: int) -> Run | Transition:
     """The run whose current attempt this is, or the transition for any other attempt:
     a lingering stream is simply forgotten, a retired one ignored (R-H1)."""
-    if attempt in s.lingering:
+    if _lingers(s, attempt):
         return Transition(evolve(s, lingering=s.lingering - {attempt}))
     run = s.run
     if run is None or run.attempt is None or run.attempt.id != attempt:

@@ -96,7 +96,9 @@ def _start_text(s: Stream, message: Message) -> Stream:
 
 
 def _a(word: str) -> str:
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+    """``word`` with its article: "an assistant", "a user" (a role: "user" starts with
+    a consonant sound)."""
+    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"
 
 
 def _merged(old: FrozenDict | None, new: FrozenDict | None) -> FrozenDict | None:
@@ -627,10 +629,13 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     i = _index_of(s, e.message_id)
     if i is None or not isinstance(s.messages[i], ActivityMessage):
         # AG-UI 1.0 (Activity): skipped with a warning; it MUST NOT fail the run.
-        what = "no message" if i is None else f"{_a(s.messages[i].role)} message"
+        what = (
+            "no message of this run"
+            if i is None
+            else f"{_a(s.messages[i].role)} message, not an activity"
+        )
         raise StreamWarning(
-            f"ACTIVITY_DELTA for {e.message_id!r}, which names {what} this run streamed "
-            "as an activity; the delta was skipped"
+            f"ACTIVITY_DELTA for {e.message_id!r}, which names {what}; the delta was skipped"
         )
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)

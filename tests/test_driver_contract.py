@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from typing import Any
 
 import pytest
@@ -61,6 +62,14 @@ def announced(options: Options = SLOW_RETRY) -> tuple[State, StartAttempt]:
 def run_started(start: StartAttempt) -> str:
     ri = start.run_input
     return json.dumps({"type": "RUN_STARTED", "threadId": ri.thread_id, "runId": ri.run_id})
+
+
+def _nested(depth: int) -> list[Any]:
+    """A list ``depth`` lists deep."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 def refused(s: State, input: Any, match: str, now: Any = NOW) -> None:
@@ -138,15 +147,20 @@ def test_send_starting_twice_changes_nothing() -> None:
         (999, "999 was never issued by this state"),
         (0, "0 was never issued by this state"),
         (-1, "-1 was never issued by this state"),
-        ("1", "is the int its command carried, not str '1': pass the command's number back"),
-        (None, "is the int its command carried, not NoneType None"),
-        (True, "is the int its command carried, not bool True"),
+        ("1", "is the int its command carried, not a str '1': pass the command's number back"),
+        (None, "is the int its command carried, not a NoneType None"),
+        (True, "is the int its command carried, not a bool True"),
+        ([1], re.escape("is the int its command carried, not a list [1]")),
+        (_nested(10_000), re.escape("is the int its command carried, not a list [[[[...]]]]")),
     ],
+    ids=["unissued", "zero", "negative", "str", "none", "bool", "unhashable", "deep"],
 )
 def test_an_attempt_this_state_never_issued_is_refused(make: Any, attempt: Any, says: str) -> None:
     """A retired attempt's, timer's or task's late input is ignored (R-H1); a number this
     state never issued means the driver steps an old state; a number of another type,
-    that the driver passed the wrong value (not an old state: the message says which)."""
+    that the driver passed the wrong value (not an old state: the message says which).
+    An unhashable or deeply nested value is refused the same way, never a TypeError or
+    a RecursionError."""
     s, _ = announced()
     refused(s, make(attempt), says)
 
@@ -220,11 +234,11 @@ def test_now_is_any_finite_real_seconds(now: Any) -> None:
 @pytest.mark.parametrize(
     ("now", "match"),
     [
-        (True, "not bool"),
-        (float("nan"), "not float nan"),
-        (float("inf"), "not float inf"),
-        (10**400, "not int"),
-        ("1800000000", "not str"),
+        (True, "not a bool True"),
+        (float("nan"), "not a float nan"),
+        (float("inf"), "not a float inf"),
+        (10**400, r"not an int 1000.*0000$"),  # quoted, not 401 digits
+        ("1800000000", "not a str '1800000000'"),
         (datetime.datetime(2027, 1, 1), r"call \.timestamp\(\) on it"),
     ],
     ids=["bool", "nan", "inf", "huge-int", "str", "datetime"],

@@ -124,7 +124,7 @@ FACTORY_CASES: dict[str, tuple[Callable[[FakeDriver], Any], str]] = {
     ),
     "chat(local_tools={'a': 3})": (
         lambda d: d.chat(local_tools={"a": 3}),  # type: ignore[dict-item]
-        "local tool 'a' must be a function .* not a int",
+        "local tool 'a' must be a function .* not an int",
     ),
 }
 

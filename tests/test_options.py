@@ -155,9 +155,21 @@ def test_an_attempt_failed_built_with_another_error_is_a_usage_error(error: Any)
     assert retried.state.run is not None and retried.state.run.attempt is None  # a back-off
 
 
-@pytest.mark.parametrize("now", ["later", None, float("nan"), float("inf"), True], ids=repr)
+def _deep_list(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "now",
+    ["later", None, float("nan"), float("inf"), True, _deep_list(10_000)],
+    ids=["str", "none", "nan", "inf", "bool", "deep-list"],
+)
 def test_a_clock_reading_that_is_not_finite_seconds_is_a_usage_error(now: Any) -> None:
-    """Refused at the step, not later as a TypeError or a timer due at NaN."""
+    """Refused at the step, not later as a TypeError or a timer due at NaN (nor as a
+    RecursionError while quoting a deeply nested value)."""
     s = initial_state(Options(), thread_id="t1")
     with pytest.raises(UsageError, match="now must be finite epoch seconds"):
         step(s, Send("hi"), now)

@@ -715,18 +715,23 @@ def test_R_J2_a_text_message_started_with_the_id_of_a_calls_holder_joins_it() ->
     ]
 
 
-def test_R_J2_a_message_restarted_as_another_kind_is_a_protocol_error() -> None:
-    driver, chat = chat_with(
-        succeed(
-            *text("m1", "Hi"),
-            ev("REASONING_MESSAGE_START", messageId="m1", role="reasoning"),
-        )
-    )
+@pytest.mark.parametrize(
+    ("restart", "kind"),
+    [
+        (ev("REASONING_MESSAGE_START", messageId="m1", role="reasoning"), "a reasoning"),
+        (ev("TEXT_MESSAGE_START", messageId="m1", role="user"), "a user"),
+    ],
+    ids=["reasoning", "user"],
+)
+def test_R_J2_a_message_restarted_as_another_kind_is_a_protocol_error(
+    restart: dict[str, Any], kind: str
+) -> None:
+    driver, chat = chat_with(succeed(*text("m1", "Hi"), restart))
     before = start(chat, driver)
     error = assert_rolled_back(driver, chat, before)
-    assert (
-        "was started as a reasoning message, but this run already streamed it as an assistant"
-        in str(error)
+    assert str(error) == (
+        f"message 'm1' was started as {kind} message, but this run already streamed it "
+        "as an assistant message"
     )
 
 
@@ -1231,9 +1236,12 @@ def test_R_J2_an_activity_delta_for_no_activity_is_skipped_with_a_warning(target
     assert_idle_ok(chat)
     (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
     assert (activity.activity_type, thaw(activity.content)) == ("SEARCH", {"s": 1, "x": 1})
-    (warning,) = chat.warnings
-    assert warning.startswith(f"ACTIVITY_DELTA for {target!r}, which names ")
-    assert warning.endswith("the delta was skipped")
+    names = {"nope": "no message of this run", "m1": "an assistant message, not an activity"}[
+        target
+    ]
+    assert chat.warnings == (
+        f"ACTIVITY_DELTA for {target!r}, which names {names}; the delta was skipped",
+    )
 
 
 @pytest.mark.parametrize(
