@@ -76,6 +76,11 @@ class Resource:
         messages: Sequence[Message] = (),
         state: Any = None,
     ) -> None:
+        """A resource of ``options.kind`` whose commands ``driver`` carries out.
+
+        ``thread_id``, ``messages`` and ``state`` are where it starts (checked as
+        ``initial_state`` checks them); ``state`` None (not given) starts from ``{}``.
+        """
         self._driver = driver
         self._state = initial_state(options, thread_id=thread_id, messages=messages, state=state)
         # A tuple, replaced on (un)subscribe: a delivery round iterates a fixed set,
@@ -100,11 +105,19 @@ class Resource:
 
     @property
     def messages(self) -> MessageView:
+        """The committed history plus what the run in progress has streamed so far.
+
+        Reasoning and activity messages are part of it (activity messages are never
+        sent back to the agent). A ``MESSAGES_SNAPSHOT`` reconciles it by id: messages
+        the snapshot omits are dropped, the user's own included, but activity and
+        reasoning messages unless it carries that role.
+        """
         return sel.messages(self._state)
 
     @property
     def state(self) -> JSON:
-        """The shared state (deeply immutable; ``interlude.core.thaw`` copies it)."""
+        """The shared state: as the run in progress streamed it, else as committed (``{}``
+        unless given at creation; deeply immutable; ``interlude.core.thaw`` copies it)."""
         return sel.shared_state(self._state)
 
     @property
@@ -156,7 +169,8 @@ class Resource:
 
     @property
     def output(self) -> str | None:
-        """A completion's output: the text of the newest assistant message."""
+        """A completion's output: the text of the newest assistant message after the last
+        user message, or None."""
         return sel.output(self._state)
 
     # -- intents ---------------------------------------------------------------------
@@ -180,14 +194,27 @@ class Resource:
         self.apply(i.SetMessages(listed))  # type: ignore[arg-type]  # the reducer checks it
 
     def reload(self) -> bool:
-        """Run again from the last user message; returns whether a run started."""
+        """Run again from the last user message, dropping what followed it (a completion:
+        run its current input afresh); returns whether a run started (False with no user
+        message, or no input). After the ``cancelled`` outcome this is how a completion's
+        deferred input goes out."""
         t = self.apply(i.Reload())
         return any(isinstance(c, StartAttempt) for c in t.commands)
 
     def stop(self) -> None:
+        """End the run and local tools in progress; what was committed stays.
+
+        Each cancelled tool call gets an ``Error: cancelled: ...`` result. Before a
+        resume's acknowledgement the claim is released (the batch stays); after it,
+        ``needs_new_thread`` is set. With nothing in progress, nothing happens.
+        """
         self.apply(i.Stop())
 
     def set_state(self, state: Any) -> None:
+        """Replace the shared state (any JSON value) without running.
+
+        Raises ``StateLockedError`` while a resume claim is held or a run is in progress.
+        """
         self.apply(i.SetState(state))
 
     def resume(self, batch_id: str, entries: Sequence[Mapping[str, Any] | Any]) -> None:
@@ -195,9 +222,24 @@ class Resource:
         self.apply(i.Resume(batch_id, entries))
 
     def set_thread_id(self, thread_id: str | None) -> None:
+        """Move to another thread (None: a generated one, if one is set); the same id: no-op.
+
+        Ends the run and local tools in progress (their cancelled calls say the thread
+        changed), retires the batch and any claim, and clears ``needs_new_thread`` and
+        ``error``; the history and state are kept. A completion re-sends its current
+        input if that had not completed successfully (R-E4).
+        """
         self.apply(i.SetThreadId(thread_id))
 
     def set_input(self, value: Any) -> None:
+        """A completion's input (any JSON value): runs it, superseding a run in progress.
+
+        While paused, resuming or in recovery it is deferred: it runs when the resumed
+        interaction succeeds, if it differs from the answered one; after the
+        ``cancelled`` outcome it waits for ``reload()`` or a new thread, and after a
+        failure or stop for a later resume that succeeds or the next thread. The
+        current input again changes nothing.
+        """
         self.apply(i.SetInput(value))
 
     def configure(self, options: Options) -> None:

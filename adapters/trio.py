@@ -63,7 +63,10 @@ class Transport(Protocol):
     """Sends one request body and yields the data of each SSE frame of the answer.
 
     Raises :class:`TransportError` or :class:`ProtocolError` when the request
-    or its stream fails (``interlude.adapters.httpx.HttpxTransport`` is one).
+    or its stream fails (``interlude.adapters.httpx.HttpxTransport`` is one); any
+    other exception is read as a retryable ``TransportError``. Each item yielded
+    must be a ``str``: anything else fails the attempt with a non-retryable
+    ``TransportError`` (the transport's bug).
     """
 
     def stream(self, body: bytes) -> AsyncIterator[str]: ...

@@ -263,8 +263,9 @@ def _status_hint(status: int, location: str | None) -> str:
 class RunError(InterludeError):
     """The endpoint sent ``RUN_ERROR``; never retried.
 
-    ``message`` and ``code`` are the endpoint's; ``str()`` reads both, and says so
-    when the endpoint gave no message.
+    ``message`` is the endpoint's text (clipped past ``MAX_MESSAGE`` characters, as
+    every message is), ``code`` as sent; ``str()`` reads both, and says so when the
+    endpoint gave no message.
     """
 
     def __init__(self, message: str, code: str | None = None) -> None:
@@ -286,7 +287,12 @@ class RunError(InterludeError):
 
 
 class ToolError(InterludeError):
-    """A local tool failed in a way that stopped the interaction."""
+    """The endpoint asked for more rounds of local tools than ``Options.max_tool_rounds``
+    in one interaction; that round's tools did not run.
+
+    A tool that raises is not an error of the resource: its exception becomes the
+    call's tool message, and the loop goes on.
+    """
 
 
 class ObserverError(InterludeError):
