@@ -101,6 +101,8 @@ class OpenText(NamedTuple):
     position: int
     """Where the message stands in the draft's messages."""
     rope: Rope
+    reasoning: bool = False
+    """A reasoning message: AG-UI keeps its events apart from a text message's."""
 
 
 class OpenCall(NamedTuple):
@@ -117,7 +119,9 @@ _OpenT = TypeVar("_OpenT", OpenText, OpenCall)
 
 def with_rope(o: _OpenT, rope: Rope) -> _OpenT:
     """``o`` with its rope replaced."""
-    return _tuple_new(type(o), (o[0], o[1], rope))
+    if isinstance(o, OpenText):
+        return _tuple_new(OpenText, (o[0], o[1], rope, o[3]))
+    return _tuple_new(OpenCall, (o[0], o[1], rope))
 
 
 _tuple_new = tuple.__new__

@@ -684,6 +684,21 @@ def test_R_J2_a_chunk_without_an_id_continues_the_newest_message_of_its_kind() -
             ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
             ev("REASONING_MESSAGE_CHUNK", messageId="m1", delta="b"),
         ],
+        [
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="r1", delta="x"),
+        ],
+        [
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="r1", delta="x"),
+        ],
+        [
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_END", messageId="r1"),
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="r1", delta="x"),
+        ],
     ],
     ids=[
         "reasoning-content-in-text",
@@ -691,6 +706,9 @@ def test_R_J2_a_chunk_without_an_id_continues_the_newest_message_of_its_kind() -
         "reasoning-end-of-text",
         "idless-reasoning-chunk-no-reasoning-open",
         "reasoning-chunk-names-text",
+        "text-content-in-reasoning",
+        "text-content-in-reasoning-beside-text",
+        "text-content-in-reopened-reasoning",
     ],
 )
 def test_R_J2_a_reasoning_event_for_a_text_message_or_back_is_a_protocol_error(
@@ -701,6 +719,18 @@ def test_R_J2_a_reasoning_event_for_a_text_message_or_back_is_a_protocol_error(
     driver, chat = chat_with(succeed(*events))
     before = start(chat, driver)
     assert_rolled_back(driver, chat, before)
+
+
+def test_R_J2_text_content_for_a_reasoning_message_says_which_lanes_crossed() -> None:
+    driver, chat = chat_with(
+        succeed(
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="think"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="r1", delta="Answer"),
+        )
+    )
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == "a text event for message 'r1', a reasoning message"
 
 
 def test_R_J2_a_text_message_started_with_the_id_of_a_calls_holder_joins_it() -> None:
