@@ -155,7 +155,17 @@ def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
             f"message {message.id!r} was started as {_a(message.role)} message, but this "
             f"run already streamed it as {_a(had.role)} message"
         )
-    text = had.content if isinstance(had.content, str) else ""
+    if had.content is None:
+        text = ""
+    elif isinstance(had.content, str):
+        text = had.content
+    else:
+        # A MESSAGES_SNAPSHOT may bring a user message with parts (an image, say):
+        # appending text would replace them.
+        raise StreamViolation(
+            f"message {message.id!r} was started again, but it holds content parts, "
+            "not text, so text cannot be appended to it"
+        )
     opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage))
     return evolve(s, open_texts=(*s.open_texts, opened))
 

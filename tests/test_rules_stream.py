@@ -1019,6 +1019,24 @@ def test_R_J2_messages_snapshot_restates_open_streams() -> None:
     assert list(chat.core_state.checkpoint.messages) == expected
 
 
+def test_R_J2_a_message_with_parts_is_not_reopened_for_text() -> None:
+    """R-J2: after a MESSAGES_SNAPSHOT a START may reopen any message it holds, but text
+    appended to a user message with parts would have replaced them (the image lost)."""
+    parts = [{"type": "text", "text": "look"}, {"type": "text", "text": "here"}]
+    driver, chat = chat_with(
+        succeed(
+            ev("MESSAGES_SNAPSHOT", messages=[{"id": "u9", "role": "user", "content": parts}]),
+            ev("TEXT_MESSAGE_START", messageId="u9", role="user"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="u9", delta="!"),
+        )
+    )
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == (
+        "message 'u9' was started again, but it holds content parts, not text, so text "
+        "cannot be appended to it"
+    )
+
+
 def test_R_J2_messages_snapshot_keeps_positions_and_client_only_messages() -> None:
     """AG-UI 1.0 (State, MESSAGES_SNAPSHOT): a message the consumer holds keeps its
     position (the snapshot's order counts only for new ones); activity and reasoning
