@@ -61,6 +61,7 @@ from .state import (
     Checkpoint,
     Claim,
     CompletionInput,
+    IdHints,
     Run,
     RunKind,
     State,
@@ -844,7 +845,11 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
         return
     cp = tx.s.checkpoint
     acked = evolve(attempt, acked=True)
-    stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages))
+    # The hints index the history too: AG-UI 1.0 lets a run reopen, extend or attach to
+    # an earlier run's message or call by id. O(history) once a run (about 0.1 µs a
+    # message), as writing the request that started it was.
+    ids = IdHints(cp.messages)
+    stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages), ids=ids)
     tx.set(run=evolve(run, attempt=acked), draft=stream)
     if run.kind == "resume":
         # R-C3: the acknowledgement retires the claimed batch and releases the claim
@@ -913,8 +918,8 @@ def _calls_to_run(
 
     R-J6: the ones ``pendingToolCallIds`` names, else (R-D5) those this run
     started for tools registered here. Either way a call that already has a
-    result, or that an earlier run started (a saved call, re-streamed or named
-    again: R-D4), is not run and gets no second result; a warning says so. A
+    result, or that an earlier run started (a saved call, reopened or named again:
+    R-D4), is not run and gets no second result; a warning says so. A
     named id the history does not know at all is answered with an error tool
     message (appended last), so the endpoint is not left waiting for it.
     """

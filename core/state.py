@@ -128,7 +128,7 @@ _tuple_new = tuple.__new__
 
 
 class IdHints:
-    """Where a run's messages stand, by id: a hint that makes a lookup O(1).
+    """Where a draft's messages stand, by id: a hint that makes a lookup O(1).
 
     Shared by every version of one run's draft and only ever added to, like a
     rope's memo: no version's value changes. A hint is checked against the
@@ -175,9 +175,11 @@ class Stream:
     new_calls: PVec[str] = attrs.field(factory=PVec.empty)
     """Tool call ids started by this run, in order (R-D5 eligibility)."""
     base: int = 0
-    """Messages from this index on were streamed by this run (committed ones come before)."""
+    """Messages from this index on were added by this run (committed ones come before);
+    0 once a ``MESSAGES_SNAPSHOT`` made the whole history the run's."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
-    """Positions of the messages from ``base`` on, by id (see :class:`IdHints`)."""
+    """Positions of the messages and calls, the history's included, by id (see
+    :class:`IdHints`): a run may reopen or extend an earlier run's (AG-UI 1.0)."""
 
 
 RunKind = Literal["first", "resume", "follow_up"]

@@ -145,23 +145,22 @@ def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) ->
 
 
 def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
-    """AG-UI 1.0: a closed message is closed, not sealed. A START naming one this run
-    streamed reopens it, its further content appending to what is there; its role and
-    name as first established stand (an assistant message that so far only held tool
-    calls takes text too)."""
+    """AG-UI 1.0: a closed message is closed, not sealed. A START naming one in the
+    history, this run's or an earlier run's, reopens it, its further content appending
+    to what is there; its role and name as first established stand (an assistant
+    message that so far only held tool calls takes text too)."""
     had = s.messages[index]
     if type(had) is not type(message):
         raise StreamViolation(
-            f"message {message.id!r} was started as {_a(message.role)} message, but this "
-            f"run already streamed it as {_a(had.role)} message"
+            f"message {message.id!r} was started as {_a(message.role)} message, but the "
+            f"history holds it as {_a(had.role)} message"
         )
     if had.content is None:
         text = ""
     elif isinstance(had.content, str):
         text = had.content
     else:
-        # A MESSAGES_SNAPSHOT may bring a user message with parts (an image, say):
-        # appending text would replace them.
+        # A user message with parts (an image, say): appending text would replace them.
         raise StreamViolation(
             f"message {message.id!r} was started again, but it holds content parts, "
             "not text, so text cannot be appended to it"
@@ -335,25 +334,26 @@ def _find_open_call(s: Stream, tool_call_id: str) -> OpenCall | None:
 
 
 def _index_of(s: Stream, message_id: str) -> int | None:
-    """The position of this run's newest message ``message_id`` (from ``base`` on)."""
+    """The position of the draft's newest message ``message_id``, an earlier run's
+    included (AG-UI 1.0: a run may reopen or extend it)."""
     hint = s.ids.get(message_id)
     if hint is None:
-        return None  # never appended to this run's draft, in any version
+        return None  # neither in the history nor ever appended to this draft
     messages = s.messages
-    if s.base <= hint < len(messages) and messages[hint].id == message_id:
+    if hint < len(messages) and messages[hint].id == message_id:
         return hint
-    for i in range(len(messages) - 1, s.base - 1, -1):  # a stale hint: look
+    for i in range(len(messages) - 1, -1, -1):  # a stale hint: look
         if messages[i].id == message_id:
             return i
     return None
 
 
 def _holder_of(s: Stream, tool_call_id: str) -> int | None:
-    """The position of this run's newest message holding call ``tool_call_id`` (from
-    ``base`` on): found through the hints as ``_index_of`` finds a message."""
+    """The position of the draft's newest message holding call ``tool_call_id``, an
+    earlier run's included: found through the hints as ``_index_of`` finds a message."""
     hint = s.ids.call(tool_call_id)
     if hint is None:
-        return None  # never added to this run's draft, in any version
+        return None  # neither in the history nor ever added to this draft
     messages = s.messages
 
     def holds(i: int) -> bool:
@@ -362,9 +362,9 @@ def _holder_of(s: Stream, tool_call_id: str) -> int | None:
             c.id == tool_call_id for c in m.tool_calls or ()
         )
 
-    if s.base <= hint < len(messages) and holds(hint):
+    if hint < len(messages) and holds(hint):
         return hint
-    for i in range(len(messages) - 1, s.base - 1, -1):  # a stale hint: look
+    for i in range(len(messages) - 1, -1, -1):  # a stale hint: look
         if holds(i):
             return i
     return None
@@ -395,12 +395,14 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
     messages = s.messages
     index: int | None = None
     if parent is not None:
-        # Only a message of this run can take the call: committed ones never change.
+        # The parent may be an earlier run's message (AG-UI 1.0): the call joins it.
         o = _find_open_text(s, parent)
         index = o.position if o is not None else _index_of(s, parent)
     if index is None or not isinstance(messages[index], AssistantMessage):
-        # As AG-UI clients do: the call gets its own assistant message.
-        holder = AssistantMessage(id=parent or tool_call_id, tool_calls=(call,))
+        # As AG-UI clients do: the call gets its own assistant message, with the parent's
+        # id unless a message of another kind (a reasoning one, say) already has it.
+        mid = parent if parent is not None and index is None else tool_call_id
+        holder = AssistantMessage(id=mid, tool_calls=(call,))
         index = len(messages)
         messages = _appended(s, holder)
     else:
@@ -518,16 +520,21 @@ def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
 
 
 def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
-    """Store an opaque reasoning artefact with the message or tool call it names, to go
-    back unmodified in later requests. Only this run's messages and calls take one:
-    committed history never changes. Anything else is dropped with a warning."""
+    """Store an opaque reasoning artefact with the message or tool call it names, an
+    earlier run's included, to go back unmodified in later requests. Anything else is
+    dropped with a warning."""
     if e.subtype == "message":
         i = _index_of(s, e.entity_id)
         message = None if i is None else s.messages[i]
         if message is None or not hasattr(message, "encrypted_value"):  # activity, unknown
+            what = (
+                "which is not in the history"
+                if message is None
+                else f"{_a(message.role)} message, which cannot hold one"
+            )
             raise StreamWarning(
-                f"REASONING_ENCRYPTED_VALUE for message {e.entity_id!r}, which this run "
-                "did not stream (or cannot hold one); the value was dropped"
+                f"REASONING_ENCRYPTED_VALUE for message {e.entity_id!r}, {what}; "
+                "the value was dropped"
             )
         assert i is not None
         changed = evolve(message, encrypted_value=e.encrypted_value)
@@ -545,8 +552,8 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
             assert stored is not None
             return evolve(s, messages=s.messages.set(i, stored))
         raise StreamWarning(
-            f"REASONING_ENCRYPTED_VALUE for tool call {e.entity_id!r}, which this run "
-            "did not stream; the value was dropped"
+            f"REASONING_ENCRYPTED_VALUE for tool call {e.entity_id!r}, which is not in "
+            "the history; the value was dropped"
         )
     raise StreamWarning(
         f"REASONING_ENCRYPTED_VALUE with unknown subtype {e.subtype!r}; the value was dropped"
@@ -628,13 +635,15 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
     )
     if i is None:
         return evolve(s, messages=_appended(s, msg))
+    if not isinstance(s.messages[i], ActivityMessage):
+        # Replacing it would lose a message of another kind (a user's, or one still
+        # streaming, whose deltas would have nowhere to go).
+        raise StreamViolation(
+            f"ACTIVITY_SNAPSHOT for {e.message_id!r}, which names "
+            f"{_a(s.messages[i].role)} message, not an activity"
+        )
     if e.replace is False:
         return s
-    if any(o.position == i for o in s.open_texts) or any(c.position == i for c in s.open_calls):
-        # Replacing it would leave its open deltas or call with nothing to go into.
-        raise StreamViolation(
-            f"ACTIVITY_SNAPSHOT for {e.message_id!r}, a message this run is still streaming"
-        )
     return evolve(s, messages=s.messages.set(i, msg))
 
 
@@ -642,11 +651,7 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     i = _index_of(s, e.message_id)
     if i is None or not isinstance(s.messages[i], ActivityMessage):
         # AG-UI 1.0 (Activity): skipped with a warning; it MUST NOT fail the run.
-        what = (
-            "no message of this run"
-            if i is None
-            else f"{_a(s.messages[i].role)} message, not an activity"
-        )
+        what = "no message" if i is None else f"{_a(s.messages[i].role)} message, not an activity"
         raise StreamWarning(
             f"ACTIVITY_DELTA for {e.message_id!r}, which names {what}; the delta was skipped"
         )

@@ -12,7 +12,8 @@ events), answers (valid and invalid), stops, thread changes, clock moves and
 - never a batch id on the wire;
 - never a send while a batch is pending, except the resume itself;
 - no committed message or state is lost (a failure, stop or thread change
-  never shortens the committed history or changes the committed state), and
+  never shortens or changes the committed history or changes the committed
+  state; a run's commit keeps every committed message in its place), and
   a run's uncommitted draft exists only while its attempt is acknowledged.
 
 Rules named: R-A2, R-B2, R-B5, R-C2, R-F3, R-F6, R-H1 (see each check).
@@ -251,9 +252,15 @@ class SafetyMachine(RuleBasedStateMachine):
                 kept = [m.id for m in new.messages] == [m.id for m in draft.messages]
                 assert kept, "the snapshot was not what was committed"
             return
-        assert list(new.messages)[: len(old.messages)] == list(old.messages), (
-            "a committed message was lost"
-        )
+        if commit:
+            # A run may extend an earlier run's message or call by id (AG-UI 1.0), never
+            # remove one: each keeps its place.
+            kept = [m.id for m in list(new.messages)[: len(old.messages)]]
+            assert kept == [m.id for m in old.messages], "a committed message was lost"
+        else:
+            assert list(new.messages)[: len(old.messages)] == list(old.messages), (
+                "a committed message was changed outside a commit"
+            )
         if not commit:
             # R-F6: only finished tool results are committed outside a RUN_FINISHED;
             # what a failed or stopped run streamed is dropped.

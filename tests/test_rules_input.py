@@ -333,13 +333,41 @@ def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
         assert tool_msgs == []
 
 
-def test_R_D4_a_saved_call_the_resumed_run_streams_again_is_not_run() -> None:
-    """R-D4, R-A5: the resumed run re-streams the saved call's TOOL_CALL_START (same id);
-    it is still a saved call, never executed here; a warning says why."""
+def test_R_D4_a_saved_call_the_resumed_run_reopens_is_not_run() -> None:
+    """R-D4, R-A5: the resumed run reopens the saved call (a TOOL_CALL_START with its id,
+    which AG-UI 1.0 reads as a reopening: the arguments append, the call stays where it
+    is, one call with that id). It is still a saved call, never executed here."""
     ran: list[Any] = []
     first = pause({**ask(), "toolCallId": "c1"}, before=tool_call("c1", "charge", {"amount": 5}))
+    reopened = [
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "charge"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": " "},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    ]
     driver, chat, batch = paused_chat(
-        replies=[succeed(*tool_call("c1", "charge", {"amount": 5}))],
+        replies=[succeed(*reopened)],
+        first=first,
+        local_tools={"charge": lambda args: ran.append(args) or "charged"},
+    )
+    chat.resume(batch.id, approve(batch, {"approved": False}))
+    driver.run_until_idle()
+    assert ran == [] and len(driver.requests) == 2
+    assert not [m for m in chat.messages if isinstance(m, ToolMessage)]
+    calls = [
+        c for m in chat.messages if isinstance(m, AssistantMessage) for c in m.tool_calls or ()
+    ]
+    assert [(c.id, c.function.arguments) for c in calls] == [("c1", '{"amount": 5} ')]
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+
+
+def test_R_D4_a_saved_call_named_pending_by_the_resumed_run_is_not_run() -> None:
+    """R-D4, R-A5: the resumed run's success outcome names the saved call as pending; it
+    is still a saved call, never executed here; a warning says why."""
+    ran: list[Any] = []
+    first = pause({**ask(), "toolCallId": "c1"}, before=tool_call("c1", "charge", {"amount": 5}))
+    finished = {"type": "success", "pendingToolCallIds": ["c1"]}
+    driver, chat, batch = paused_chat(
+        replies=[succeed(outcome=finished)],
         first=first,
         local_tools={"charge": lambda args: ran.append(args) or "charged"},
     )

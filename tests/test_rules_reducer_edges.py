@@ -111,7 +111,8 @@ def test_every_call_of_a_refused_round_gets_its_not_run_result() -> None:
 
 def test_a_call_whose_parent_is_not_an_assistant_message_gets_its_own() -> None:
     """R-F7: a TOOL_CALL_START naming a reasoning message as its parent must not crash the
-    reducer; as AG-UI clients do, the call gets an assistant message of its own."""
+    reducer; as AG-UI clients do, the call gets an assistant message of its own, under
+    the call's id: the parent's would make two messages with one id."""
 
     def answer(req: Any) -> Any:
         return reply(
@@ -129,6 +130,9 @@ def test_a_call_whose_parent_is_not_an_assistant_message_gets_its_own() -> None:
     assert chat.error is None and not chat.is_loading
     holders = [m for m in chat.messages if isinstance(m, AssistantMessage) and m.tool_calls]
     assert [c.id for m in holders for c in m.tool_calls or ()] == ["c1"]
+    assert [m.id for m in holders] == ["c1"]
+    ids = [m.id for m in chat.messages]
+    assert len(ids) == len(set(ids))
 
 
 def test_a_retried_attempt_is_closed_before_the_retry() -> None:

@@ -760,41 +760,117 @@ def test_R_J2_a_message_restarted_as_another_kind_is_a_protocol_error(
     before = start(chat, driver)
     error = assert_rolled_back(driver, chat, before)
     assert str(error) == (
-        f"message 'm1' was started as {kind} message, but this run already streamed it "
+        f"message 'm1' was started as {kind} message, but the history holds it "
         "as an assistant message"
     )
 
 
-def test_R_J2_a_later_run_never_modifies_an_earlier_runs_message() -> None:
-    """R-J2, R-F6: a tool call whose parentMessageId names an assistant message committed
-    by an earlier run does not touch that message (same object, no tool_calls); the
-    call lands in a message of the new run."""
+def test_R_J2_a_later_run_extends_an_earlier_runs_message_by_id() -> None:
+    """R-J2 (AG-UI 1.0: a closed message is closed, not sealed, across runs too): a later
+    run's TEXT_MESSAGE_START with an earlier message's id reopens it, its text appending,
+    and a TOOL_CALL_START whose parentMessageId names it attaches there. One message with
+    that id, where it stood; the request that started the run carried it unchanged."""
     driver, chat = chat_with(
         succeed(*text("m1", "First answer")),
-        succeed(*tool_call("tc1", "lookup", {"q": 1}, parent_message_id="m1")),
+        succeed(
+            *text("m1", ", continued"),
+            *tool_call("tc1", "lookup", {"q": 1}, parent_message_id="m1"),
+        ),
     )
     start(chat, driver)
     driver.run_until_idle()
-    earlier = chat.messages[-1]
-    assert earlier == AssistantMessage(id="m1", content="First answer")
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="First answer")
 
     start(chat, driver, "Again", "u2")
     driver.run_until_idle()
     assert_idle_ok(chat)
-    assert chat.messages[len(HISTORY) + 1] is earlier
     assert list(chat.messages) == [
         *HISTORY,
         user(),
-        AssistantMessage(id="m1", content="First answer"),
+        AssistantMessage(
+            id="m1",
+            content="First answer, continued",
+            tool_calls=(call("tc1", "lookup", '{"q": 1}'),),
+        ),
         user("u2", "Again"),
-        AssistantMessage(id="m1", tool_calls=(call("tc1", "lookup", '{"q": 1}'),)),
     ]
-    # The second request carried the earlier message unchanged.
     assert driver.requests[1].json["messages"][len(HISTORY) + 1] == {
         "id": "m1",
         "role": "assistant",
         "content": "First answer",
     }
+
+
+def test_R_J2_R_F6_a_failed_run_leaves_the_earlier_message_it_extended_as_committed() -> None:
+    """R-F6: what a failed run streamed into an earlier run's message is dropped with the
+    rest of its draft: the committed message is the same object as before."""
+    driver, chat = chat_with(
+        succeed(*text("m1", "First answer")),
+        succeed(
+            *text("m1", " and more"),
+            *tool_call("tc1", "lookup", {}, parent_message_id="m1"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),  # not open: a violation
+        ),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    committed = chat.messages[-1]
+    before = start(chat, driver, "Again", "u2")
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError) and not chat.error.retryable
+    assert chat.core_state.checkpoint == before and len(driver.requests) == 2
+    assert chat.messages[len(HISTORY) + 1] is committed
+
+
+def test_R_J2_a_later_run_updates_an_earlier_runs_activity_in_place() -> None:
+    """AG-UI 1.0 (Activity): deltas and snapshots match an activity by messageId, so a
+    progress widget one run opened a later run updates; no second message with its id."""
+    driver, chat = chat_with(
+        succeed(ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="PLAN", content={"s": 1})),
+        succeed(
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="act1",
+                activityType="PLAN",
+                patch=[{"op": "replace", "path": "/s", "value": 2}],
+            )
+        ),
+        succeed(ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="DONE", content={})),
+    )
+    for n in range(3):
+        start(chat, driver, f"turn {n}", f"u{n}")
+        driver.run_until_idle()
+        (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
+        expected = [("PLAN", {"s": 1}), ("PLAN", {"s": 2}), ("DONE", {})][n]
+        assert (activity.activity_type, thaw(activity.content)) == expected
+    assert_idle_ok(chat)
+    assert chat.warnings == ()
+
+
+def test_R_J2_a_later_run_reopens_an_earlier_runs_tool_call() -> None:
+    """AG-UI 1.0 (Tool Calls): a closed call may be reopened by a TOOL_CALL_START with
+    its id, across runs too: the arguments append, the name and parent stand; it is not
+    a new call, so it is not run as a local tool (R-D5)."""
+    ran: list[Any] = []
+    driver, chat = chat_with(
+        succeed(*tool_call("tc1", "remote", {"a": 1})),
+        succeed(
+            ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="other"),
+            ev("TOOL_CALL_ARGS", toolCallId="tc1", delta="!"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
+        ),
+        local_tools={"other": lambda args: ran.append(args) or "ran"},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    start(chat, driver, "Again", "u2")
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    calls = [
+        c for m in chat.messages if isinstance(m, AssistantMessage) for c in m.tool_calls or ()
+    ]
+    assert calls == [call("tc1", "remote", '{"a": 1}!')]
+    assert ran == []
 
 
 # -- R-J2: state ----------------------------------------------------------------------------
@@ -1284,9 +1360,7 @@ def test_R_J2_an_activity_delta_for_no_activity_is_skipped_with_a_warning(target
     assert_idle_ok(chat)
     (activity,) = [m for m in chat.messages if isinstance(m, ActivityMessage)]
     assert (activity.activity_type, thaw(activity.content)) == ("SEARCH", {"s": 1, "x": 1})
-    names = {"nope": "no message of this run", "m1": "an assistant message, not an activity"}[
-        target
-    ]
+    names = {"nope": "no message", "m1": "an assistant message, not an activity"}[target]
     assert chat.warnings == (
         f"ACTIVITY_DELTA for {target!r}, which names {names}; the delta was skipped",
     )
@@ -1332,14 +1406,19 @@ def test_R_J2_bad_activity_delta_is_a_protocol_error(delta: dict[str, Any]) -> N
             [ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup", parentMessageId="m1")],
             id="open-call-holder",
         ),
+        pytest.param(
+            [*text("m1", "Closed"), *text("m2", "Another")],
+            id="closed-text",
+        ),
     ],
 )
 def test_R_J2_activity_snapshot_replacing_a_streaming_message_is_a_protocol_error(
     opening: list[dict[str, Any]],
 ) -> None:
-    """R-J2, R-F6: an ACTIVITY_SNAPSHOT with the id of a message still streaming would
-    leave its deltas (or its open call) nowhere to go: the run fails with a ProtocolError
-    and rolls back, and an app reading the messages after every event sees no failure."""
+    """R-J2, R-F6: an ACTIVITY_SNAPSHOT with the id of a message that is no activity
+    would replace it (a message still streaming would leave its deltas, or its open
+    call, nowhere to go): the run fails with a ProtocolError and rolls back, and an app
+    reading the messages after every event sees no failure."""
     driver, chat = chat_with(
         succeed(
             *opening,
@@ -1352,7 +1431,10 @@ def test_R_J2_activity_snapshot_replacing_a_streaming_message_is_a_protocol_erro
     chat.subscribe(lambda r: reads.append(r.messages[-1] if len(r.messages) else None))
     before = start(chat, driver)
     error = assert_rolled_back(driver, chat, before)
-    assert "still streaming" in str(error)
+    assert (
+        str(error)
+        == "ACTIVITY_SNAPSHOT for 'm1', which names an assistant message, not an activity"
+    )
     assert reads and chat.warnings == ()
 
 
@@ -1475,11 +1557,11 @@ def test_R_J1_encrypted_reasoning_values_ride_their_message_or_call_into_the_nex
     assert calls[-1][0]["encryptedValue"] == "E2"
 
 
-def test_R_J1_an_encrypted_value_finds_its_call_anywhere_in_the_run_but_not_before_it() -> None:
-    """R-J1: the value for a tool call goes to that call, wherever its holder stands in
-    the run (found through the draft's hints, not a scan back from the newest message),
-    and after a MESSAGES_SNAPSHOT to the snapshot's calls too; a call an earlier run
-    committed is not this run's, so its value is dropped with a warning."""
+def test_R_J1_an_encrypted_value_finds_its_call_anywhere_in_the_history() -> None:
+    """R-J1: the value for a tool call goes to that call, wherever its holder stands
+    (found through the draft's hints, not a scan back from the newest message): in the
+    run, in an earlier run (AG-UI 1.0 names the call by id, whoever streamed it), and
+    after a MESSAGES_SNAPSHOT in the snapshot's calls."""
     history = (
         *HISTORY,
         AssistantMessage(id="old-call", tool_calls=(call("old1", "lookup", "{}"),)),
@@ -1518,10 +1600,10 @@ def test_R_J1_an_encrypted_value_finds_its_call_anywhere_in_the_run_but_not_befo
     start(chat, driver)
     driver.run_until_idle()
     assert_idle_ok(chat)
-    assert len(chat.warnings) == 1 and "tool call 'old1'" in chat.warnings[0]
+    assert chat.warnings == ()
     holders = [m for m in chat.messages if isinstance(m, AssistantMessage) and m.tool_calls]
     values = {c.id: c.encrypted_value for m in holders for c in m.tool_calls or ()}
-    assert values == {"old1": None, "tc1": "E1", "tc2": None, "tc3": "E3"}
+    assert values == {"old1": "E0", "tc1": "E1", "tc2": None, "tc3": "E3"}
     start(chat, driver, "Next", "u2")
     driver.run_until_idle()
     (snap,) = [m for m in chat.messages if m.id == "snap-a"]
@@ -1538,11 +1620,6 @@ def test_R_J1_an_encrypted_value_finds_its_call_anywhere_in_the_run_but_not_befo
             id="unknown-message",
         ),
         pytest.param(
-            encrypted("message", "u1"),
-            "message 'u1'",
-            id="committed-message",
-        ),
-        pytest.param(
             encrypted("tool-call", "nope"),
             "tool call 'nope'",
             id="unknown-call",
@@ -1557,7 +1634,7 @@ def test_R_J1_an_encrypted_value_finds_its_call_anywhere_in_the_run_but_not_befo
 def test_R_J1_an_encrypted_value_with_no_place_is_dropped_with_a_warning(
     event: dict[str, Any], fragment: str
 ) -> None:
-    """R-J1: a value naming nothing this run streamed (or of an unknown subtype) is
+    """R-J1: a value naming nothing in the history (or of an unknown subtype) is
     dropped with a warning; the run is not failed and nothing else changes."""
     body = [*text("m1", "Hi")]
     plain_driver, plain = chat_with(succeed(*body))
@@ -1654,16 +1731,41 @@ def test_R_J2_max_open_messages_and_calls_are_allowed_at_once() -> None:
     assert len(chat.messages) == len(HISTORY) + 1 + 2 * MAX_OPEN
 
 
-def test_R_J1_an_encrypted_value_for_a_committed_call_is_dropped_with_a_warning() -> None:
-    """R-J1, R-F6: only this run's calls take a value; a call of an earlier run is in
-    committed history, which never changes."""
-    history = (*HISTORY, AssistantMessage(id="old-c", tool_calls=(call("tc-old", "t", "{}"),)))
-    driver, chat = chat_with(succeed(encrypted("tool-call", "tc-old")), messages=history)
+def test_R_J1_an_encrypted_value_for_an_earlier_runs_message_or_call_is_stored_there() -> None:
+    """R-J1: AG-UI 1.0 names the message or call by id, whichever run streamed it; the
+    value is stored in place (no second message with that id) and goes back with it."""
+    old_call = AssistantMessage(id="old-c", tool_calls=(call("tc-old", "t", "{}"),))
+    history = (*HISTORY, old_call)
+    driver, chat = chat_with(
+        succeed(encrypted("tool-call", "tc-old", "EC"), encrypted("message", "old-c", "EM")),
+        messages=history,
+    )
     start(chat, driver)
     driver.run_until_idle()
     assert_idle_ok(chat)
-    assert list(chat.messages)[: len(history)] == list(history)
-    assert len(chat.warnings) == 1 and "tool call 'tc-old'" in chat.warnings[0]
+    assert chat.warnings == ()
+    assert [m.id for m in chat.messages][: len(history)] == [m.id for m in history]
+    stored = chat.messages[len(history) - 1]
+    assert isinstance(stored, AssistantMessage) and stored.tool_calls is not None
+    assert (stored.encrypted_value, stored.tool_calls[0].encrypted_value) == ("EM", "EC")
+    assert [m.id for m in chat.messages].count("old-c") == 1
+
+
+def test_R_J1_an_encrypted_value_for_an_activity_is_dropped_with_a_warning() -> None:
+    """R-J1: an activity message has no place for one (AG-UI 1.0 gives it none)."""
+    driver, chat = chat_with(
+        succeed(
+            ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}),
+            encrypted("message", "a1", "E"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.warnings == (
+        "REASONING_ENCRYPTED_VALUE for message 'a1', an activity message, which cannot "
+        "hold one; the value was dropped",
+    )
 
 
 @pytest.mark.parametrize("events", list(VIOLATIONS.values()), ids=list(VIOLATIONS))
