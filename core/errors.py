@@ -47,7 +47,8 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     if len(text) <= limit:
         return text
     head, tail = limit * 2 // 3, limit // 3
-    return f"{text[:head]} ... [{len(text) - head - tail:,} characters left out] ... {text[-tail:]}"
+    end = text[len(text) - tail :]  # not text[-tail:]: a tail of 0 would keep it all
+    return f"{text[:head]} ... [{len(text) - head - tail:,} characters left out] ... {end}"
 
 
 _QUOTE = reprlib.Repr()

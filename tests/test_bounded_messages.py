@@ -10,11 +10,12 @@ Quoting a deeply nested value must not raise ``RecursionError``, and an exceptio
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 import pytest
 import trio
-from rule_support import RecordingDriver, paused_chat, rejected, succeed
+from rule_support import RecordingDriver, ask, paused_chat, rejected, succeed
 
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, reply, run_error, started
 from interlude.adapters.trio import TrioDriver
@@ -241,3 +242,87 @@ def test_a_custom_transport_yielding_bytes_fails_the_run_not_the_driver() -> Non
     (error,) = errors
     assert isinstance(error, TransportError) and not error.retryable
     assert "yielded a bytes as a frame's data, which must be a str" in str(error)
+
+
+def test_clip_keeps_a_message_of_exactly_max_message_whole() -> None:
+    """MAX_MESSAGE is the longest message kept whole: one character more is clipped."""
+    assert clip("y" * MAX_MESSAGE) == "y" * MAX_MESSAGE
+    longer = clip("y" * (MAX_MESSAGE + 1))
+    assert "[2 characters left out]" in longer
+
+
+def test_a_value_whose_repr_raises_is_named_by_its_type() -> None:
+    """quote() names the type of a value whose repr() raises (here an int past 4,300
+    digits), so the UsageError about it is raised, not repr()'s ValueError."""
+    big = 10**5000
+    assert quote(big) == "<int object>"
+    says = r"^RetryPolicy\.jitter takes a number in \[0, 1\], not <int object>$"
+    with pytest.raises(UsageError, match=says):
+        RetryPolicy(jitter=big)
+
+
+def test_a_type_name_starting_with_a_capital_vowel_takes_an() -> None:
+    """The article reads the type's name case-blind: 'an OrderedDict', not 'a OrderedDict'."""
+    with pytest.raises(UsageError, match=r"^options must be an Options, not an OrderedDict$"):
+        initial_state(OrderedDict())  # type: ignore[arg-type]
+
+
+def test_a_number_option_given_a_deep_value_is_refused_briefly() -> None:
+    """A numeric option quotes the wrong value briefly: a deeply nested one raised
+    RecursionError from repr() instead of the UsageError."""
+    says = r"^RetryPolicy\.max_attempts takes an integer >= 1, not \[\[\[\[\.\.\.\]\]\]\]$"
+    with pytest.raises(UsageError, match=says):
+        RetryPolicy(max_attempts=deep(5000))
+
+
+def test_a_missing_entry_for_a_huge_interrupt_id_is_named_briefly() -> None:
+    """The problem naming an interrupt the entries left out quotes the server's id
+    briefly, as every problem does: a huge id from the network made a huge problem."""
+    iid = "q" * 100_000
+    _, chat, batch = paused_chat(ask(iid))
+    error = rejected(chat, InvalidResumeError, lambda: chat.resume(batch.id, []))
+    (problem,) = error.details
+    assert problem.message == f"no entry for {quote(iid)}"
+    assert problem.interrupt_id == iid
+    assert len(problem.message) < 100
+
+
+def test_a_custom_transport_raising_an_exception_without_a_readable_message_is_retryable() -> None:
+    """Any exception from a transport is a retryable TransportError named by it; one whose
+    str() raises is named by its type, and must not escape the driver."""
+
+    class BadTransport:
+        async def stream(self, body: bytes) -> Any:
+            raise BadStr
+            yield ""  # pragma: no cover - makes this an async generator
+
+    errors: list[Any] = []
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(BadTransport()) as driver:
+                chat = driver.chat(Options(retry=RetryPolicy(max_attempts=1)))
+                chat.send("go")
+                while chat.is_loading:
+                    await trio.sleep(0.01)
+                errors.append(chat.error)
+
+    trio.run(main)
+    (error,) = errors
+    assert isinstance(error, TransportError) and error.retryable
+    assert str(error).startswith("BadStr (its message could not be read)")
+
+
+@pytest.mark.parametrize(
+    ("limit", "clipped"),
+    [
+        (0, " ... [10 characters left out] ... "),
+        (1, " ... [10 characters left out] ... "),
+        (2, "a ... [9 characters left out] ... "),
+        (3, "ab ... [7 characters left out] ... j"),
+    ],
+)
+def test_clip_with_a_small_limit_keeps_only_what_the_limit_allows(limit: int, clipped: str) -> None:
+    """clip is public: a limit under 3 kept no tail, and text[-0:] is the whole text, so
+    the result held all of it while saying characters were left out."""
+    assert clip("abcdefghij", limit) == clipped

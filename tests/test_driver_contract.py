@@ -37,6 +37,7 @@ from interlude.core import (
     step,
 )
 from interlude.core import Send as SendIntent
+from interlude.core.errors import MAX_MESSAGE, clip
 from interlude.core.wire import RunStarted
 
 NOW = 1_800_000_000.0
@@ -331,3 +332,59 @@ def test_a_tool_error_given_as_an_exception_keeps_its_type_name() -> None:
     s = step(s, ToolFinished(run.task, error=ValueError("no such lamp")), NOW).state
     tool = next(m for m in selectors.messages(s) if isinstance(m, ToolMessage))
     assert tool.content == "Error: ValueError: no such lamp"
+
+
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        ("1", "is the int its command carried, not a str '1'"),
+        (None, "is the int its command carried, not a NoneType None"),
+        (1.0, "is the int its command carried, not a float 1.0"),
+    ],
+    ids=["str", "none", "float"],
+)
+def test_a_task_number_of_another_type_is_refused_while_a_round_runs(task: Any, says: str) -> None:
+    """The same refusal as with no tools running: while a round runs, the number is
+    looked up in it first, and a str must not reach that lookup's arithmetic as a
+    TypeError."""
+    s, _ = tool_running("t")
+    refused(s, ToolFinished(task, value="done"), says)
+
+
+def test_R_H1_a_late_result_of_an_earlier_rounds_tool_is_ignored() -> None:
+    """R-H1: a tool cancelled by stop() may still report; its task number is below the
+    running round's, and it is ignored (the running round's tool still waits for its
+    own). The lookup by subtraction must not read such a number as a position."""
+    s, first = tool_running("t")
+    s = step(s, Stop(), NOW).state
+    t = step(s, SendIntent("again"), NOW)
+    (start,) = [c for c in t.commands if isinstance(c, StartAttempt)]
+    s = step(t.state, SendStarting(start.attempt), NOW).state
+    ri = start.run_input
+    frames = [
+        run_started(start),
+        '{"type":"TOOL_CALL_START","toolCallId":"c2","toolCallName":"t"}',
+        '{"type":"TOOL_CALL_END","toolCallId":"c2"}',
+        json.dumps({"type": "RUN_FINISHED", "threadId": ri.thread_id, "runId": ri.run_id}),
+    ]
+    for data in frames:
+        t = step(s, FrameReceived(start.attempt, data), NOW)
+        s = t.state
+    (second,) = [c for c in t.commands if isinstance(c, RunTool)]
+    assert first.task < second.task - 1  # a position past the round's start
+    assert step(s, ToolFinished(first.task, value="late"), NOW) == Transition(s)
+    after = step(s, ToolFinished(second.task, value="done"), NOW).state
+    assert [m.content for m in selectors.messages(after) if isinstance(m, ToolMessage)][-1:] == [
+        "done"
+    ]
+
+
+def test_a_tool_error_given_as_a_huge_string_is_clipped() -> None:
+    """A driver may hand ToolFinished the failure as text; a huge one is clipped as an
+    exception's message is, so the tool message sent back to the agent stays bounded."""
+    s, run = tool_running("look")
+    huge = "no such lamp " + "x" * 100_000
+    s = step(s, ToolFinished(run.task, error=huge), NOW).state
+    tool = next(m for m in selectors.messages(s) if isinstance(m, ToolMessage))
+    assert tool.content == "Error: " + clip(huge)
+    assert len(tool.content) < MAX_MESSAGE + 100

@@ -2309,3 +2309,53 @@ def test_R_J6_R_D5_without_pending_ids_the_calls_are_derived_from_the_stream(
     results = [(m.tool_call_id, m.content) for m in chat.messages if isinstance(m, ToolMessage)]
     assert results == [("tc3", "done"), ("tc1", "ok")]
     assert chat.messages[-1] == AssistantMessage(id="m9", content="All done")
+
+
+def test_R_J2_metadata_of_args_for_the_one_open_call_is_kept() -> None:
+    """AG-UI 1.0 (Metadata): every event making up a tool call merges its metadata into
+    the call, TOOL_CALL_ARGS included when it is the only call open (the common case,
+    which takes a shortcut past the merge when an event carries none)."""
+    (holder,) = streamed(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote"),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", metadata={"chunk": 1}),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+    )
+    assert isinstance(holder, AssistantMessage) and holder.tool_calls is not None
+    (c1,) = holder.tool_calls
+    assert (c1.function.arguments, thaw(c1.metadata)) == ("{}", {"chunk": 1})
+
+
+def test_R_J2_a_tool_call_streaming_through_a_messages_snapshot_goes_on() -> None:
+    """AG-UI 1.0: a MESSAGES_SNAPSHOT opens and closes nothing. A tool call still open
+    when it arrives takes further arguments, appended to the snapshot's, and its
+    TOOL_CALL_END is accepted (it failed as 'not open')."""
+    snapshot = [
+        {"id": "u1", "role": "user", "content": "Go"},
+        {
+            "id": "m1",
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "remote", "arguments": '{"q":'},
+                }
+            ],
+        },
+    ]
+    driver, chat = chat_with(
+        succeed(
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote", parentMessageId="m1"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"q": "ha'),
+            ev("MESSAGES_SNAPSHOT", messages=snapshot),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta=" 1}"),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [
+        user(),
+        AssistantMessage(id="m1", tool_calls=(call("c1", "remote", '{"q": 1}'),)),
+    ]
