@@ -71,7 +71,7 @@ from .state import (
     evolve,
     with_draft,
 )
-from .stream import CONTENT_HANDLERS, StreamViolation, StreamWarning, close_all
+from .stream import CONTENT_HANDLERS, StreamViolation, StreamWarning, close_all, unclosed
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps, encode_event
 from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
@@ -877,6 +877,17 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         )
         return
     assert tx.s.draft is not None
+    outcome = event.outcome
+    left_open = unclosed(tx.s.draft) if not isinstance(outcome, ev.InterruptOutcome) else []
+    if left_open:
+        # AG-UI 1.0 (Runs): RUN_FINISHED requires what the run opened to be closed. An
+        # interrupt commits its partial text as it stands (R-A1).
+        shown = ", ".join(left_open[:3])
+        if len(left_open) > 3:
+            shown += f" and {len(left_open) - 3} more"
+        problem = f"RUN_FINISHED with {shown} still open: a run must end what it starts"
+        _interrupt(tx, err.ProtocolError(problem))
+        return
     history = tx.s.checkpoint.messages  # as committed before this run
     stream = close_all(tx.s.draft)
     tx.set(
@@ -888,7 +899,6 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         # A MESSAGES_SNAPSHOT replaced the history: ids it brought (another client's on
         # this thread, say) must not be generated again.
         tx.set(serial=intake.serial_past(stream.messages, _prefix(tx.s.options), tx.s.serial))
-    outcome = event.outcome
     if isinstance(outcome, ev.InterruptOutcome):
         _publish(tx, outcome.interrupts)  # R-A1, R-A5: no tools, no follow-up
         return

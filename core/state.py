@@ -177,6 +177,9 @@ class Stream:
     base: int = 0
     """Messages from this index on were added by this run (committed ones come before);
     0 once a ``MESSAGES_SNAPSHOT`` made the whole history the run's."""
+    chunked: frozenset[tuple[str, str]] = frozenset()
+    """Items a ``*_CHUNK`` opened, as ``("message", id)`` or ``("call", id)``: the run's
+    end closes them (AG-UI 1.0), where one a ``*_START`` opened must be closed already."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
     """Positions of the messages and calls, the history's included, by id (see
     :class:`IdHints`): a run may reopen or extend an earlier run's (AG-UI 1.0)."""

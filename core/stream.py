@@ -243,7 +243,22 @@ def _end_text(s: Stream, message_id: str) -> Stream:
 
 def _text_start(s: Stream, e: ev.TextMessageStart) -> Stream:
     message = _plain_message(e.role or "assistant", e.message_id, e.name, e.subagent_run_id)
+    s = _explicit(s, "message", e.message_id)
     return _message_metadata(_start_text(s, message), e.message_id, e.metadata)
+
+
+def _explicit(s: Stream, kind: str, item_id: str) -> Stream:
+    """``s`` with the item a ``*_START`` opens no longer counted as opened by a chunk."""
+    key = (kind, item_id)
+    return evolve(s, chunked=s.chunked - {key}) if key in s.chunked else s
+
+
+def unclosed(s: Stream) -> list[str]:
+    """What a ``*_START`` opened and no end closed, described: AG-UI 1.0 fails a run
+    that finishes with any (a chunk's item the finish closes itself)."""
+    texts = [o.message_id for o in s.open_texts if ("message", o.message_id) not in s.chunked]
+    calls = [o.tool_call_id for o in s.open_calls if ("call", o.tool_call_id) not in s.chunked]
+    return [*(f"message {m!r}" for m in texts), *(f"tool call {c!r}" for c in calls)]
 
 
 def _plain_message(
@@ -289,6 +304,7 @@ def _chunk(
         mid = kin[-1].message_id
     if _find_open_text(s, mid) is None:
         s = _start_text(s, new(mid))
+        s = evolve(s, chunked=s.chunked | {("message", mid)})
     else:
         _check_lane(s, mid, reasoning)
     if delta:
@@ -313,6 +329,7 @@ def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
             f"REASONING_MESSAGE_START {e.message_id!r} has role {e.role!r}, not 'reasoning'"
         )
     message = ReasoningMessage(id=e.message_id, content="", subagent_run_id=e.subagent_run_id)
+    s = _explicit(s, "message", e.message_id)
     return _message_metadata(_start_text(s, message), e.message_id, e.metadata)
 
 
@@ -500,6 +517,7 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
         if e.tool_call_name is None:
             raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
         s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id)
+        s = evolve(s, chunked=s.chunked | {("call", cid)})
     if e.delta:
         s = _tool_call_args(s, cid, e.delta)
     return _call_metadata(s, cid, e.metadata)
@@ -686,7 +704,12 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.ReasoningMessageEnd: _text_end,
     ev.ReasoningMessageChunk: _reasoning_chunk,
     ev.ToolCallStart: lambda s, e: _call_metadata(
-        _tool_call_start(s, e.tool_call_id, e.tool_call_name, e.parent_message_id),
+        _tool_call_start(
+            _explicit(s, "call", e.tool_call_id),
+            e.tool_call_id,
+            e.tool_call_name,
+            e.parent_message_id,
+        ),
         e.tool_call_id,
         e.metadata,
     ),

@@ -456,6 +456,7 @@ def test_R_J2_two_calls_open_on_one_message_stream_their_arguments_apart() -> No
             ev("TOOL_CALL_ARGS", toolCallId="tc1", delta=" 1}"),
             ev("TOOL_CALL_END", toolCallId="tc1"),
             ev("TOOL_CALL_ARGS", toolCallId="tc2", delta=" 2}"),
+            ev("TOOL_CALL_END", toolCallId="tc2"),
         )
     )
     start(chat, driver)
@@ -468,7 +469,7 @@ def test_R_J2_two_calls_open_on_one_message_stream_their_arguments_apart() -> No
         id="m1", tool_calls=(call("tc1", "lookup", '{"q": 1}'), call("tc2", "price", '{"id":'))
     )
     driver.release(100)
-    driver.run_until_idle()  # RUN_FINISHED closes the newer call
+    driver.run_until_idle()  # the newer call ends
     assert_idle_ok(chat)
     assert chat.messages[-1] == AssistantMessage(
         id="m1", tool_calls=(call("tc1", "lookup", '{"q": 1}'), call("tc2", "price", '{"id": 2}'))
@@ -1074,6 +1075,8 @@ def test_R_J2_messages_snapshot_restates_open_streams() -> None:
             ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="lookup", parentMessageId="m1"),
             ev("TOOL_CALL_ARGS", toolCallId="tc1", delta='{"q": "half'),
             ev("MESSAGES_SNAPSHOT", messages=snapshot),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+            ev("TOOL_CALL_END", toolCallId="tc1"),
         ),
     )
     start(chat, driver)
@@ -1723,12 +1726,74 @@ def test_R_J2_max_open_messages_and_calls_are_allowed_at_once() -> None:
             ev("TOOL_CALL_START", toolCallId=f"c-{n}", toolCallName="remote")
             for n in range(MAX_OPEN)
         ),
+        *(ev("TEXT_MESSAGE_END", messageId=f"open-{n}") for n in range(MAX_OPEN)),
+        *(ev("TOOL_CALL_END", toolCallId=f"c-{n}") for n in range(MAX_OPEN)),
     ]
     driver, chat = chat_with(succeed(*opened))
     start(chat, driver)
     driver.run_until_idle()
     assert_idle_ok(chat)
     assert len(chat.messages) == len(HISTORY) + 1 + 2 * MAX_OPEN
+
+
+@pytest.mark.parametrize(
+    ("events", "ending", "named"),
+    [
+        ([ev("TEXT_MESSAGE_START", messageId="m1")], None, "message 'm1'"),
+        (
+            [ev("TOOL_CALL_START", toolCallId="tc1", toolCallName="remote")],
+            {"type": "success"},
+            "tool call 'tc1'",
+        ),
+        (
+            [ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning")],
+            {"type": "cancelled"},
+            "message 'r1'",
+        ),
+        (
+            # A START reopening what a chunk opened makes it the START's to end.
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+                ev("TEXT_MESSAGE_END", messageId="m1"),
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+            ],
+            None,
+            "message 'm1'",
+        ),
+        (
+            [ev("TEXT_MESSAGE_START", messageId=f"m{n}") for n in range(5)],
+            None,
+            "message 'm0', message 'm1', message 'm2' and 2 more",
+        ),
+    ],
+    ids=["text", "call", "reasoning-cancelled", "chunk-then-start", "many"],
+)
+def test_R_J2_a_run_that_finishes_with_a_started_item_open_fails(
+    events: list[dict[str, Any]], ending: dict[str, Any] | None, named: str
+) -> None:
+    """AG-UI 1.0 (Runs and Steps): RUN_FINISHED requires everything a *_START opened to be
+    ended, for a success and a cancelled run alike; anything still open is fatal. (The
+    run used to commit it as it stood.)"""
+    driver, chat = chat_with(outcome(*events, result=ending))
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == f"RUN_FINISHED with {named} still open: a run must end what it starts"
+
+
+def test_R_J2_items_a_chunk_opened_are_ended_by_the_finish() -> None:
+    """AG-UI 1.0 (Streaming): the chunked form has no end event; the run's end closes
+    what chunks opened, so a run finishing with them open succeeds."""
+    driver, chat = chat_with(
+        outcome(
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Hi"),
+            ev("REASONING_MESSAGE_CHUNK", messageId="r1", delta="hm"),
+            ev("TOOL_CALL_CHUNK", toolCallId="tc1", toolCallName="remote", delta="{}"),
+            result=None,
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert [m.id for m in chat.messages][-3:] == ["m1", "r1", "tc1"]
 
 
 def test_R_J1_an_encrypted_value_for_an_earlier_runs_message_or_call_is_stored_there() -> None:
