@@ -216,6 +216,24 @@ def test_a_retryable_error_given_up_on_keeps_its_cause() -> None:
     assert s.error.__cause__ is cause
 
 
+def error_of_a_run(transport: Any, options: Options | None = None) -> Any:
+    """The ``error`` a chat on a TrioDriver over ``transport`` ends its first run with."""
+    errors: list[Any] = []
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(options)
+                chat.send("go")
+                while chat.is_loading:
+                    await trio.sleep(0.01)
+                errors.append(chat.error)
+
+    trio.run(main)
+    (error,) = errors
+    return error
+
+
 def test_a_custom_transport_yielding_bytes_fails_the_run_not_the_driver() -> None:
     """A transport that yields bytes or a dict is its author's bug: a non-retryable
     TransportError that says what to yield, where UsageError about FrameReceived (an
@@ -227,19 +245,7 @@ def test_a_custom_transport_yielding_bytes_fails_the_run_not_the_driver() -> Non
             started = {"type": "RUN_STARTED", "threadId": req["threadId"], "runId": req["runId"]}
             yield json.dumps(started).encode()
 
-    errors: list[Any] = []
-
-    async def main() -> None:
-        with trio.fail_after(10):
-            async with TrioDriver(BytesTransport()) as driver:
-                chat = driver.chat()
-                chat.send("go")
-                while chat.is_loading:
-                    await trio.sleep(0.01)
-                errors.append(chat.error)
-
-    trio.run(main)
-    (error,) = errors
+    error = error_of_a_run(BytesTransport())
     assert isinstance(error, TransportError) and not error.retryable
     assert "yielded a bytes as a frame's data, which must be a str" in str(error)
 
@@ -296,19 +302,7 @@ def test_a_custom_transport_raising_an_exception_without_a_readable_message_is_r
             raise BadStr
             yield ""  # pragma: no cover - makes this an async generator
 
-    errors: list[Any] = []
-
-    async def main() -> None:
-        with trio.fail_after(10):
-            async with TrioDriver(BadTransport()) as driver:
-                chat = driver.chat(Options(retry=RetryPolicy(max_attempts=1)))
-                chat.send("go")
-                while chat.is_loading:
-                    await trio.sleep(0.01)
-                errors.append(chat.error)
-
-    trio.run(main)
-    (error,) = errors
+    error = error_of_a_run(BadTransport(), Options(retry=RetryPolicy(max_attempts=1)))
     assert isinstance(error, TransportError) and error.retryable
     assert str(error).startswith("BadStr (its message could not be read)")
 

@@ -333,19 +333,13 @@ def test_R_D4_resume_never_runs_saved_tool_calls_and_a_later_result_attaches(
         assert tool_msgs == []
 
 
-def test_R_D4_a_saved_call_the_resumed_run_reopens_is_not_run() -> None:
-    """R-D4, R-A5: the resumed run reopens the saved call (a TOOL_CALL_START with its id,
-    which AG-UI 1.0 reads as a reopening: the arguments append, the call stays where it
-    is, one call with that id). It is still a saved call, never executed here."""
+def resumed_after_a_saved_call(reply: Callable[[Request], Reply]) -> Resource:
+    """A chat paused on an interrupt about saved call c1 of the local tool "charge",
+    resumed, the resumed run answering with ``reply``; checks the tool never ran."""
     ran: list[Any] = []
     first = pause({**ask(), "toolCallId": "c1"}, before=tool_call("c1", "charge", {"amount": 5}))
-    reopened = [
-        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "charge"},
-        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": " "},
-        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-    ]
     driver, chat, batch = paused_chat(
-        replies=[succeed(*reopened)],
+        replies=[reply],
         first=first,
         local_tools={"charge": lambda args: ran.append(args) or "charged"},
     )
@@ -353,30 +347,33 @@ def test_R_D4_a_saved_call_the_resumed_run_reopens_is_not_run() -> None:
     driver.run_until_idle()
     assert ran == [] and len(driver.requests) == 2
     assert not [m for m in chat.messages if isinstance(m, ToolMessage)]
+    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
+    return chat
+
+
+def test_R_D4_a_saved_call_the_resumed_run_reopens_is_not_run() -> None:
+    """R-D4, R-A5: the resumed run reopens the saved call (a TOOL_CALL_START with its id,
+    which AG-UI 1.0 reads as a reopening: the arguments append, the call stays where it
+    is, one call with that id). It is still a saved call, never executed here."""
+    chat = resumed_after_a_saved_call(
+        succeed(
+            {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "charge"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": " "},
+            {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+        )
+    )
     calls = [
         c for m in chat.messages if isinstance(m, AssistantMessage) for c in m.tool_calls or ()
     ]
     assert [(c.id, c.function.arguments) for c in calls] == [("c1", '{"amount": 5} ')]
-    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
 
 
 def test_R_D4_a_saved_call_named_pending_by_the_resumed_run_is_not_run() -> None:
     """R-D4, R-A5: the resumed run's success outcome names the saved call as pending; it
     is still a saved call, never executed here; a warning says why."""
-    ran: list[Any] = []
-    first = pause({**ask(), "toolCallId": "c1"}, before=tool_call("c1", "charge", {"amount": 5}))
     finished = {"type": "success", "pendingToolCallIds": ["c1"]}
-    driver, chat, batch = paused_chat(
-        replies=[succeed(outcome=finished)],
-        first=first,
-        local_tools={"charge": lambda args: ran.append(args) or "charged"},
-    )
-    chat.resume(batch.id, approve(batch, {"approved": False}))
-    driver.run_until_idle()
-    assert ran == [] and len(driver.requests) == 2
-    assert not [m for m in chat.messages if isinstance(m, ToolMessage)]
+    chat = resumed_after_a_saved_call(succeed(outcome=finished))
     assert [w for w in chat.warnings if "'c1'" in w and "an earlier run started" in w]
-    assert (chat.is_loading, chat.is_resuming, chat.error) == (False, False, None)
 
 
 def test_R_D5_a_call_that_has_a_result_is_not_run_when_a_later_run_streams_it_again() -> None:
