@@ -177,6 +177,9 @@ class Stream:
     base: int = 0
     """Messages from this index on were added by this run (committed ones come before);
     0 once a ``MESSAGES_SNAPSHOT`` made the whole history the run's."""
+    steps: tuple[tuple[str | None, str], ...] = ()
+    """Steps open, as ``(subagent run id, step name)``, in the order they started:
+    AG-UI 1.0 fails a run that finishes with one open (an interrupted run aside)."""
     chunked: frozenset[tuple[str, str]] = frozenset()
     """Items a ``*_CHUNK`` opened, as ``("message", id)`` or ``("call", id)``: the run's
     end closes them (AG-UI 1.0), where one a ``*_START`` opened must be closed already."""

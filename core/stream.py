@@ -258,7 +258,11 @@ def unclosed(s: Stream) -> list[str]:
     that finishes with any (a chunk's item the finish closes itself)."""
     texts = [o.message_id for o in s.open_texts if ("message", o.message_id) not in s.chunked]
     calls = [o.tool_call_id for o in s.open_calls if ("call", o.tool_call_id) not in s.chunked]
-    return [*(f"message {m!r}" for m in texts), *(f"tool call {c!r}" for c in calls)]
+    return [
+        *(f"message {m!r}" for m in texts),
+        *(f"tool call {c!r}" for c in calls),
+        *(_step_name(step) for step in s.steps),
+    ]
 
 
 def _plain_message(
@@ -338,6 +342,32 @@ def _reasoning_chunk(s: Stream, e: ev.ReasoningMessageChunk) -> Stream:
         return ReasoningMessage(id=mid, content="", subagent_run_id=e.subagent_run_id)
 
     return _chunk(s, e.message_id, e.delta, new, e.metadata, True)
+
+
+# -- steps -------------------------------------------------------------------------
+
+
+def _step_name(step: tuple[str | None, str]) -> str:
+    owner, name = step
+    return f"step {name!r}" + (f" of subagent {owner!r}" if owner is not None else "")
+
+
+def _step_started(s: Stream, e: ev.StepStarted) -> Stream:
+    """AG-UI 1.0 (Runs and Steps): a step name is open at most once in its lane (the
+    parent agent's or a subagent's), and every step ends before the run finishes."""
+    step = (e.subagent_run_id, e.step_name)
+    if step in s.steps:
+        raise StreamViolation(f"{_step_name(step)} was started twice")
+    if len(s.steps) >= MAX_OPEN:
+        raise StreamViolation(f"more than {MAX_OPEN} steps open at once")
+    return evolve(s, steps=(*s.steps, step))
+
+
+def _step_finished(s: Stream, e: ev.StepFinished) -> Stream:
+    step = (e.subagent_run_id, e.step_name)
+    if step not in s.steps:
+        raise StreamViolation(f"STEP_FINISHED for {_step_name(step)}, which is not open")
+    return evolve(s, steps=tuple(x for x in s.steps if x != step))
 
 
 # -- tool calls --------------------------------------------------------------------
@@ -693,8 +723,10 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
 
 
 CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
-    # Events not listed carry no content and leave the draft as it is: steps, raw,
-    # custom, subagent lifecycle, reasoning phases, unknown types.
+    # Events not listed carry no content and leave the draft as it is: raw, custom,
+    # subagent lifecycle, reasoning phases, unknown types.
+    ev.StepStarted: _step_started,
+    ev.StepFinished: _step_finished,
     ev.TextMessageStart: _text_start,
     ev.TextMessageContent: _text_content,
     ev.TextMessageEnd: _text_end,

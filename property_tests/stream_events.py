@@ -126,6 +126,7 @@ well_formed_events = st.one_of(
         encryptedValue=st.just("E"),
     ),
     event("STEP_STARTED", stepName=st.just("s")),
+    event("STEP_FINISHED", stepName=st.just("s")),
     event("CUSTOM", name=st.just("n"), value=small_json),
 )
 

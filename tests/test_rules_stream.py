@@ -1779,6 +1779,81 @@ def test_R_J2_a_run_that_finishes_with_a_started_item_open_fails(
     assert str(error) == f"RUN_FINISHED with {named} still open: a run must end what it starts"
 
 
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        (
+            [ev("STEP_FINISHED", stepName="plan")],
+            "STEP_FINISHED for step 'plan', which is not open",
+        ),
+        (
+            [ev("STEP_STARTED", stepName="plan"), ev("STEP_STARTED", stepName="plan")],
+            "step 'plan' was started twice",
+        ),
+        (
+            [
+                ev("STEP_STARTED", stepName="plan", subagentRunId="s1"),
+                ev("STEP_FINISHED", stepName="plan"),
+            ],
+            "STEP_FINISHED for step 'plan', which is not open",
+        ),
+        (
+            [ev("STEP_STARTED", stepName="plan"), ev("STEP_STARTED", stepName="act")],
+            "RUN_FINISHED with step 'plan', step 'act' still open: a run must end what it starts",
+        ),
+        (
+            [ev("STEP_STARTED", stepName="plan", subagentRunId="s1")],
+            "RUN_FINISHED with step 'plan' of subagent 's1' still open: a run must end what "
+            "it starts",
+        ),
+    ],
+    ids=["finish-unopened", "start-twice", "finish-in-another-lane", "open-at-end", "subagent"],
+)
+def test_R_J2_unbalanced_steps_fail_the_run(events: list[dict[str, Any]], says: str) -> None:
+    """AG-UI 1.0 (Runs and Steps): a step name is open at most once in its lane, only an
+    open step finishes, and every step ends before the run does; @ag-ui/client refuses
+    such a stream too. Steps were read past unchecked."""
+    driver, chat = chat_with(outcome(*events, result=None))
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == says
+
+
+def test_R_J2_steps_may_overlap_and_repeat_and_each_lane_has_its_own() -> None:
+    """Steps overlap freely and a name may open again once it finished; a subagent's step
+    is apart from the parent agent's of the same name."""
+    driver, chat = chat_with(
+        outcome(
+            ev("STEP_STARTED", stepName="plan"),
+            ev("STEP_STARTED", stepName="plan", subagentRunId="s1"),
+            ev("STEP_STARTED", stepName="act"),
+            ev("STEP_FINISHED", stepName="plan"),
+            ev("STEP_STARTED", stepName="plan"),
+            ev("STEP_FINISHED", stepName="plan", subagentRunId="s1"),
+            ev("STEP_FINISHED", stepName="act"),
+            ev("STEP_FINISHED", stepName="plan"),
+            result=None,
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+
+
+def test_R_A1_an_interrupt_inside_a_step_pauses() -> None:
+    """R-A1: a run that stops to ask inside a step (a graph node that interrupts before
+    it ends) commits and publishes its batch; only a finishing run must end its steps."""
+    driver, chat = chat_with(
+        pause(
+            {"id": "approve", "reason": "input_required"},
+            events=[ev("STEP_STARTED", stepName="approve"), *text("m1", "Approve?")],
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert chat.error is None and chat.pending_interrupts is not None
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Approve?")
+
+
 def test_R_J2_items_a_chunk_opened_are_ended_by_the_finish() -> None:
     """AG-UI 1.0 (Streaming): the chunked form has no end event; the run's end closes
     what chunks opened, so a run finishing with them open succeeds."""
