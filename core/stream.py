@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .errors import quote
 from .json import JSON, FrozenDict, as_object
 from .patch import PatchError, apply_patch
 from .pvec import PVec, Rope
@@ -296,9 +297,11 @@ def _chunk(
     new: Callable[[str], Message],
     metadata: FrozenDict | None,
     reasoning: bool,
+    repeats: tuple[tuple[str, str | None], ...] = (),
 ) -> Stream:
     """A ``*_CHUNK`` event opens its message when needed; the run's end closes it. One
-    without an id continues the newest open message of its own kind."""
+    without an id continues the newest open message of its own kind. ``repeats``: the
+    chunk's ``role`` and ``name``, which a continuation may repeat only unchanged."""
     mid = message_id
     if mid is None:
         kin = [o for o in s.open_texts if o.reasoning == reasoning]
@@ -311,9 +314,26 @@ def _chunk(
         s = evolve(s, chunked=s.chunked | {("message", mid)})
     else:
         _check_lane(s, mid, reasoning)
+        _check_repeats(s.messages[_at(_find_open_text(s, mid), None)], repeats)
     if delta:
         s = _append_text(s, mid, delta)
     return _message_metadata(s, mid, metadata)
+
+
+def _check_repeats(item: Message | ToolCall, repeats: tuple[tuple[str, str | None], ...]) -> None:
+    """AG-UI 1.0 (Streaming): a continuation chunk may repeat a field its opener
+    established, only with the same value (an opener without a role made an assistant
+    message); the producer said two things about one item."""
+    for field, value in repeats:
+        if field == "toolCallName":
+            had: object = item.function.name  # type: ignore[union-attr]
+        else:
+            had = getattr(item, field, None)
+        if value is not None and had is not None and value != had:
+            raise StreamViolation(
+                f"a chunk continuing {item.id!r} gives {field} {quote(value)}, "
+                f"where its opener gave {quote(had)}"
+            )
 
 
 def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
@@ -324,6 +344,7 @@ def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
         lambda mid: _plain_message(e.role or "assistant", mid, e.name, e.subagent_run_id),
         e.metadata,
         False,
+        (("role", e.role), ("name", e.name)),
     )
 
 
@@ -548,6 +569,13 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
             raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
         s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id)
         s = evolve(s, chunked=s.chunked | {("call", cid)})
+    else:
+        holder = s.messages[_at(_find_open_call(s, cid), None)]
+        assert isinstance(holder, AssistantMessage)
+        call = next(c for c in holder.tool_calls or () if c.id == cid)
+        # (parentMessageId is not compared: a parent of another kind left the call a
+        # holder under its own id, so the holder's id need not be the parent named.)
+        _check_repeats(call, (("toolCallName", e.tool_call_name),))
     if e.delta:
         s = _tool_call_args(s, cid, e.delta)
     return _call_metadata(s, cid, e.metadata)

@@ -1854,6 +1854,63 @@ def test_R_A1_an_interrupt_inside_a_step_pauses() -> None:
     assert chat.messages[-1] == AssistantMessage(id="m1", content="Approve?")
 
 
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="user", delta="b"),
+            ],
+            "a chunk continuing 'm1' gives role 'user', where its opener gave 'assistant'",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="user", name="ann", delta="a"),
+                ev("TEXT_MESSAGE_CHUNK", name="bob", delta="b"),
+            ],
+            "a chunk continuing 'm1' gives name 'bob', where its opener gave 'ann'",
+        ),
+        (
+            [
+                ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="lookup", delta="{"),
+                ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="other", delta="}"),
+            ],
+            "a chunk continuing 'c1' gives toolCallName 'other', where its opener gave 'lookup'",
+        ),
+    ],
+    ids=["role-by-omission", "name", "tool-call-name"],
+)
+def test_R_J2_a_chunk_contradicting_its_opener_fails_the_run(
+    events: list[dict[str, Any]], says: str
+) -> None:
+    """AG-UI 1.0 (Streaming, continuation chunks): a repeated role, name or toolCallName
+    must equal the opener's (no role on the opener means assistant); the continuation
+    was taken and its value silently dropped."""
+    driver, chat = chat_with(outcome(*events, result=None))
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == says
+
+
+def test_R_J2_a_chunk_repeating_its_openers_fields_unchanged_continues() -> None:
+    driver, chat = chat_with(
+        outcome(
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="assistant", delta="b"),
+            ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="lookup", delta="{"),
+            ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="lookup", delta="}"),
+            result=None,
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[-2:] == (
+        AssistantMessage(id="m1", content="ab"),
+        AssistantMessage(id="c1", tool_calls=(call("c1", "lookup", "{}"),)),
+    )
+
+
 def test_R_J2_items_a_chunk_opened_are_ended_by_the_finish() -> None:
     """AG-UI 1.0 (Streaming): the chunked form has no end event; the run's end closes
     what chunks opened, so a run finishing with them open succeeds."""
