@@ -71,7 +71,14 @@ from .state import (
     evolve,
     with_draft,
 )
-from .stream import CONTENT_HANDLERS, StreamViolation, StreamWarning, close_all, unclosed
+from .stream import (
+    CONTENT_HANDLERS,
+    StreamViolation,
+    StreamWarning,
+    close_all,
+    end_chunks,
+    unclosed,
+)
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps, encode_event
 from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
@@ -808,8 +815,13 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
 def _content(s: State, stream: Stream, event: object) -> Transition:
     """The hot path: a content event of the acknowledged current attempt goes to the draft."""
     handler = CONTENT_HANDLERS.get(type(event))
-    if handler is None:
-        return Transition(s)  # steps, raw, custom, unknown types: no content
+    if stream.chunks:  # a chunk stream is open: this event may end it (AG-UI 1.0)
+        ended = end_chunks(stream, event)
+        if handler is None:
+            return Transition(s if ended is stream else with_draft(s, ended))
+        stream = ended
+    elif handler is None:
+        return Transition(s)  # raw, custom, subagent lifecycle, unknown types: no content
     try:
         new_stream = handler(stream, event)
     except StreamViolation as exc:
@@ -927,9 +939,9 @@ def _calls_to_run(
     """The calls a successful run leaves to this client, in call order, each once.
 
     R-J6: the ones ``pendingToolCallIds`` names, else (R-D5) those this run
-    started for tools registered here. Either way a call that already has a
-    result, or that an earlier run started (a saved call, reopened or named again:
-    R-D4), is not run and gets no second result; a warning says so. A
+    started for tools registered here (a call it reopened is an earlier run's, not
+    started here). Either way a call that already has a result, or that an earlier
+    run started (a saved call named again: R-D4), is not run and gets no second result; a warning says so. A
     named id the history does not know at all is answered with an error tool
     message (appended last), so the endpoint is not left waiting for it.
     """

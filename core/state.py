@@ -127,6 +127,22 @@ def with_rope(o: _OpenT, rope: Rope) -> _OpenT:
 _tuple_new = tuple.__new__
 
 
+def _repeated(messages: Iterable[Message]) -> set[str]:
+    """The message ids, and the tool call ids, that ``messages`` hold more than once."""
+    seen: set[str] = set()
+    calls: set[str] = set()
+    twice: set[str] = set()
+    for m in messages:
+        if m.id in seen:
+            twice.add(m.id)
+        seen.add(m.id)
+        for c in (m.tool_calls or ()) if isinstance(m, AssistantMessage) else ():
+            if c.id in calls:
+                twice.add(c.id)
+            calls.add(c.id)
+    return twice
+
+
 class IdHints:
     """Where a draft's messages stand, by id: a hint that makes a lookup O(1).
 
@@ -134,31 +150,48 @@ class IdHints:
     rope's memo: no version's value changes. A hint is checked against the
     messages before it is used, so a stale one (from a sibling version the
     caller also stepped) costs a scan, never a wrong answer; an id with no hint
-    was never appended to any version, so it is not there.
+    was never appended to any version, so it is not there. An id noted twice (a
+    duplicate in some version: a reused ``messageId``, or an application's own
+    history) is never trusted: which of its messages is the newest depends on
+    the version, so a lookup scans.
     """
 
-    __slots__ = ("_at", "_calls")
+    __slots__ = ("_at", "_calls", "_twice")
 
     def __init__(self, messages: Iterable[Message] = (), start: int = 0) -> None:
         self._at: dict[str, int] = {}
         self._calls: dict[str, int] = {}  # tool call id -> its holder's position
+        self._twice: set[str] = set()  # ids, of messages or calls, noted more than once
+        added = calls = 0
         for n, m in enumerate(messages, start):
             self._at[m.id] = n
+            added += 1
             if isinstance(m, AssistantMessage) and m.tool_calls:
                 self._calls.update(dict.fromkeys((c.id for c in m.tool_calls), n))
+                calls += len(m.tool_calls)
+        if len(self._at) < added or len(self._calls) < calls:  # rare: find them
+            self._twice = _repeated(messages)
 
     def note(self, message_id: str, position: int) -> None:
+        if message_id in self._at:
+            self._twice.add(message_id)
         self._at[message_id] = position
 
     def get(self, message_id: str) -> int | None:
         return self._at.get(message_id)
 
     def note_call(self, tool_call_id: str, position: int) -> None:
+        if tool_call_id in self._calls:
+            self._twice.add(tool_call_id)
         self._calls[tool_call_id] = position
 
     def call(self, tool_call_id: str) -> int | None:
         """Where the message holding call ``tool_call_id`` stands, if it was ever added."""
         return self._calls.get(tool_call_id)
+
+    def once(self, item_id: str) -> bool:
+        """Whether ``item_id`` was noted once only, so a hint that checks out is it."""
+        return item_id not in self._twice
 
     def __repr__(self) -> str:
         return f"IdHints({len(self._at)} ids, {len(self._calls)} calls)"
@@ -180,9 +213,11 @@ class Stream:
     steps: tuple[tuple[str | None, str], ...] = ()
     """Steps open, as ``(subagent run id, step name)``, in the order they started:
     AG-UI 1.0 fails a run that finishes with one open (an interrupted run aside)."""
-    chunked: frozenset[tuple[str, str]] = frozenset()
-    """Items a ``*_CHUNK`` opened, as ``("message", id)`` or ``("call", id)``: the run's
-    end closes them (AG-UI 1.0), where one a ``*_START`` opened must be closed already."""
+    chunks: tuple[tuple[str | None, str, str], ...] = ()
+    """Chunk streams open, as ``(lane, kind, id)``: the lane a ``subagentRunId`` (None:
+    the parent agent), the kind ``"text"``, ``"reasoning"`` or ``"call"``. AG-UI 1.0
+    (Streaming): one at most a lane, ended by any other event of its lane but a few,
+    all by a ``MESSAGES_SNAPSHOT``, and by the run's finish (``stream.end_chunks``)."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
     """Positions of the messages and calls, the history's included, by id (see
     :class:`IdHints`): a run may reopen or extend an earlier run's (AG-UI 1.0)."""

@@ -96,6 +96,10 @@ def _start_text(s: Stream, message: Message) -> Stream:
     return evolve(s, messages=_appended(s, message), open_texts=(*s.open_texts, opened))
 
 
+def _owner(subagent_run_id: str | None) -> str:
+    return "the parent agent" if subagent_run_id is None else f"subagent {subagent_run_id!r}"
+
+
 def _a(word: str) -> str:
     """``word`` with its article: "an assistant", "a user" (a role: "user" starts with
     a consonant sound)."""
@@ -145,7 +149,7 @@ def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) ->
     return evolve(s, messages=s.messages.set(i, changed))
 
 
-def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
+def _reopen_text(s: Stream, index: int, message: Message, how: str = "was started again") -> Stream:
     """AG-UI 1.0: a closed message is closed, not sealed. A START naming one in the
     history, this run's or an earlier run's, reopens it, its further content appending
     to what is there; its role and name as first established stand (an assistant
@@ -156,6 +160,15 @@ def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
             f"message {message.id!r} was started as {_a(message.role)} message, but the "
             f"history holds it as {_a(had.role)} message"
         )
+    owner = getattr(message, "subagent_run_id", None)
+    had_owner = getattr(had, "subagent_run_id", None)
+    if index >= s.base and owner != had_owner:
+        # AG-UI 1.0 (Subagents, Ownership): within a run a message keeps its owner;
+        # across runs ownership tracking resets, so an earlier run's is not checked.
+        raise StreamViolation(
+            f"message {message.id!r} {how} by {_owner(owner)}, but {_owner(had_owner)} "
+            "streamed it in this run"
+        )
     if had.content is None:
         text = ""
     elif isinstance(had.content, str):
@@ -163,7 +176,7 @@ def _reopen_text(s: Stream, index: int, message: Message) -> Stream:
     else:
         # A user message with parts (an image, say): appending text would replace them.
         raise StreamViolation(
-            f"message {message.id!r} was started again, but it holds content parts, "
+            f"message {message.id!r} {how}, but it holds content parts, "
             "not text, so text cannot be appended to it"
         )
     opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage))
@@ -244,21 +257,15 @@ def _end_text(s: Stream, message_id: str) -> Stream:
 
 def _text_start(s: Stream, e: ev.TextMessageStart) -> Stream:
     message = _plain_message(e.role or "assistant", e.message_id, e.name, e.subagent_run_id)
-    s = _explicit(s, "message", e.message_id)
     return _message_metadata(_start_text(s, message), e.message_id, e.metadata)
-
-
-def _explicit(s: Stream, kind: str, item_id: str) -> Stream:
-    """``s`` with the item a ``*_START`` opens no longer counted as opened by a chunk."""
-    key = (kind, item_id)
-    return evolve(s, chunked=s.chunked - {key}) if key in s.chunked else s
 
 
 def unclosed(s: Stream) -> list[str]:
     """What a ``*_START`` opened and no end closed, described: AG-UI 1.0 fails a run
-    that finishes with any (a chunk's item the finish closes itself)."""
-    texts = [o.message_id for o in s.open_texts if ("message", o.message_id) not in s.chunked]
-    calls = [o.tool_call_id for o in s.open_calls if ("call", o.tool_call_id) not in s.chunked]
+    that finishes with any (a chunk stream the finish ends itself)."""
+    chunked = {(kind == "call", item) for _, kind, item in s.chunks}
+    texts = [o.message_id for o in s.open_texts if (False, o.message_id) not in chunked]
+    calls = [o.tool_call_id for o in s.open_calls if (True, o.tool_call_id) not in chunked]
     return [
         *(f"message {m!r}" for m in texts),
         *(f"tool call {c!r}" for c in calls),
@@ -292,32 +299,123 @@ _TEXT_ROLES = frozenset(_TEXT_CLASSES)
 
 def _chunk(
     s: Stream,
-    message_id: str | None,
-    delta: str | None,
+    e: ev.TextMessageChunk | ev.ReasoningMessageChunk,
     new: Callable[[str], Message],
-    metadata: FrozenDict | None,
-    reasoning: bool,
     repeats: tuple[tuple[str, str | None], ...] = (),
 ) -> Stream:
-    """A ``*_CHUNK`` event opens its message when needed; the run's end closes it. One
-    without an id continues the newest open message of its own kind. ``repeats``: the
-    chunk's ``role`` and ``name``, which a continuation may repeat only unchanged."""
-    mid = message_id
-    if mid is None:
-        kin = [o for o in s.open_texts if o.reasoning == reasoning]
-        if not kin:
-            kind = "reasoning" if reasoning else "text"
-            raise StreamViolation(f"a chunk without messageId and no {kind} message open")
-        mid = kin[-1].message_id
-    if _find_open_text(s, mid) is None:
+    """A ``*_CHUNK`` continues its chunk stream or opens one (reopening a closed message
+    of that id); one without an id continues the open stream of its kind (see
+    :func:`_continued`). ``repeats``: the chunk's ``role`` and ``name``, which a
+    continuation may repeat only unchanged."""
+    kind = "reasoning" if type(e) is ev.ReasoningMessageChunk else "text"
+    lane = e.subagent_run_id
+    mid = e.message_id if e.message_id is not None else _continued(s, lane, kind)
+    entry = _chunk_entry(s, kind, mid, lane)
+    if entry is None:
+        if _find_open_text(s, mid) is not None:
+            _check_lane(s, mid, kind == "reasoning")
+            raise StreamViolation(_mixed(type(e).TYPE, mid))
         s = _start_text(s, new(mid))
-        s = evolve(s, chunked=s.chunked | {("message", mid)})
+        s = evolve(s, chunks=(*s.chunks, (lane, kind, mid)))
     else:
-        _check_lane(s, mid, reasoning)
         _check_repeats(s.messages[_at(_find_open_text(s, mid), None)], repeats)
-    if delta:
-        s = _append_text(s, mid, delta)
-    return _message_metadata(s, mid, metadata)
+    if e.delta:
+        s = _append_text(s, mid, e.delta)
+    return _message_metadata(s, mid, e.metadata)
+
+
+def _chunk_entry(
+    s: Stream, kind: str, item_id: str, lane: str | None
+) -> tuple[str | None, str, str] | None:
+    """The open chunk stream of ``kind`` assembling ``item_id``; a chunk tagged for
+    another subagent than the one whose chunk opened it contradicts its opener."""
+    for entry in s.chunks:
+        if entry[1] == kind and entry[2] == item_id:
+            if lane is not None and entry[0] != lane:
+                raise StreamViolation(
+                    f"a chunk of subagent {lane!r} continuing {item_id!r}, which a chunk "
+                    f"of {_owner(entry[0])} opened"
+                )
+            return entry
+    return None
+
+
+def _continued(s: Stream, lane: str | None, kind: str) -> str:
+    """The item an id-less chunk continues (AG-UI 1.0, Streaming): the open chunk
+    stream of its kind in its lane; an untagged one may continue the sole open stream
+    of its kind in any lane. None open, or several to choose from, fails the run."""
+    kin = [c for c in s.chunks if c[1] == kind and c[0] == lane]
+    if not kin and lane is None:
+        kin = [c for c in s.chunks if c[1] == kind]
+    if len(kin) == 1:
+        return kin[0][2]
+    what = "tool call" if kind == "call" else f"{kind} message"
+    if not kin:
+        raise StreamViolation(f"a {what} chunk without an id, and no {what} chunk stream open")
+    raise StreamViolation(
+        f"a {what} chunk without an id or subagentRunId, and {what} chunk streams open "
+        "in several subagents: it continues none of them"
+    )
+
+
+def _mixed(chunk_type: str, item_id: str) -> str:
+    return (
+        f"a {chunk_type} for {item_id!r}, which a START opened and has not ended: "
+        "a chunk does not continue an item of the start, content and end form"
+    )
+
+
+_KEEPS_CHUNKS = frozenset(
+    {
+        ev.Raw,
+        ev.ActivitySnapshot,
+        ev.ActivityDelta,
+        ev.ReasoningEncryptedValue,
+        ev.SubagentStarted,
+        ev.UnknownEvent,
+    }
+)
+"""Events that stand aside from chunk assembly and end no chunk stream (AG-UI 1.0)."""
+
+_CHUNK_KINDS: dict[type[Any], str] = {
+    ev.TextMessageChunk: "text",
+    ev.ReasoningMessageChunk: "reasoning",
+    ev.ToolCallChunk: "call",
+}
+
+
+def end_chunks(s: Stream, event: object) -> Stream:
+    """``s`` with the chunk streams ``event`` ends ended (AG-UI 1.0, Closing a chunk
+    stream): the chunked form has no end event, so what comes next in its lane ends it,
+    unless it continues it; a ``MESSAGES_SNAPSHOT`` ends them all, a subagent's end
+    those of its lane. Called before ``event``'s own handler, when a stream is open."""
+    t = type(event)
+    if t in _KEEPS_CHUNKS:
+        return s
+    if t is ev.MessagesSnapshot:
+        ending = s.chunks
+    elif t is ev.SubagentFinished or t is ev.SubagentError:
+        ending = tuple(c for c in s.chunks if c[0] == event.subagent_run_id)  # type: ignore[attr-defined]
+    else:
+        lane = getattr(event, "subagent_run_id", None)
+        kind = _CHUNK_KINDS.get(t)
+        item = getattr(event, "tool_call_id" if kind == "call" else "message_id", None)
+        # A chunk continuing its lane's stream of its kind (by id, or id-less) ends
+        # nothing; any other event of the lane ends the lane's stream.
+        ending = tuple(
+            c
+            for c in s.chunks
+            if c[0] == lane and not (c[1] == kind and (item is None or item == c[2]))
+        )
+    if not ending:
+        return s
+    for _, kind_, item_ in ending:
+        if kind_ == "call":
+            if _find_open_call(s, item_) is not None:
+                s = _tool_call_end(s, item_)
+        elif _find_open_text(s, item_) is not None:
+            s = _end_text(s, item_)
+    return evolve(s, chunks=tuple(c for c in s.chunks if c not in ending))
 
 
 def _check_repeats(item: Message | ToolCall, repeats: tuple[tuple[str, str | None], ...]) -> None:
@@ -339,11 +437,8 @@ def _check_repeats(item: Message | ToolCall, repeats: tuple[tuple[str, str | Non
 def _text_chunk(s: Stream, e: ev.TextMessageChunk) -> Stream:
     return _chunk(
         s,
-        e.message_id,
-        e.delta,
+        e,
         lambda mid: _plain_message(e.role or "assistant", mid, e.name, e.subagent_run_id),
-        e.metadata,
-        False,
         (("role", e.role), ("name", e.name)),
     )
 
@@ -354,7 +449,6 @@ def _reasoning_start(s: Stream, e: ev.ReasoningMessageStart) -> Stream:
             f"REASONING_MESSAGE_START {e.message_id!r} has role {e.role!r}, not 'reasoning'"
         )
     message = ReasoningMessage(id=e.message_id, content="", subagent_run_id=e.subagent_run_id)
-    s = _explicit(s, "message", e.message_id)
     return _message_metadata(_start_text(s, message), e.message_id, e.metadata)
 
 
@@ -362,7 +456,7 @@ def _reasoning_chunk(s: Stream, e: ev.ReasoningMessageChunk) -> Stream:
     def new(mid: str) -> Message:
         return ReasoningMessage(id=mid, content="", subagent_run_id=e.subagent_run_id)
 
-    return _chunk(s, e.message_id, e.delta, new, e.metadata, True)
+    return _chunk(s, e, new)
 
 
 # -- steps -------------------------------------------------------------------------
@@ -408,7 +502,7 @@ def _index_of(s: Stream, message_id: str) -> int | None:
     if hint is None:
         return None  # neither in the history nor ever appended to this draft
     messages = s.messages
-    if hint < len(messages) and messages[hint].id == message_id:
+    if hint < len(messages) and messages[hint].id == message_id and s.ids.once(message_id):
         return hint
     for i in range(len(messages) - 1, -1, -1):  # a stale hint: look
         if messages[i].id == message_id:
@@ -430,7 +524,7 @@ def _holder_of(s: Stream, tool_call_id: str) -> int | None:
             c.id == tool_call_id for c in m.tool_calls or ()
         )
 
-    if hint < len(messages) and holds(hint):
+    if hint < len(messages) and holds(hint) and s.ids.once(tool_call_id):
         return hint
     for i in range(len(messages) - 1, -1, -1):  # a stale hint: look
         if holds(i):
@@ -559,16 +653,15 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
 
 
 def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
-    cid = e.tool_call_id
-    if cid is None:
-        if not s.open_calls:
-            raise StreamViolation("a TOOL_CALL_CHUNK without toolCallId and no open call")
-        cid = s.open_calls[-1].tool_call_id
-    if _find_open_call(s, cid) is None:
+    lane = e.subagent_run_id
+    cid = e.tool_call_id if e.tool_call_id is not None else _continued(s, lane, "call")
+    if _chunk_entry(s, "call", cid, lane) is None:
+        if _find_open_call(s, cid) is not None:
+            raise StreamViolation(_mixed("TOOL_CALL_CHUNK", cid))
         if e.tool_call_name is None:
             raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
         s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id)
-        s = evolve(s, chunked=s.chunked | {("call", cid)})
+        s = evolve(s, chunks=(*s.chunks, (lane, "call", cid)))
     else:
         holder = s.messages[_at(_find_open_call(s, cid), None)]
         assert isinstance(holder, AssistantMessage)
@@ -690,7 +783,8 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     for mid in was_open:
         i = _index_of(out, mid)
         if i is not None and type(out.messages[i]) in WITH_CONTENT:
-            out = _reopen_text(out, i, out.messages[i])
+            how = "was restated by a MESSAGES_SNAPSHOT while it streamed"
+            out = _reopen_text(out, i, out.messages[i], how)
     for cid in calls_open:
         if _holder_of(out, cid) is not None:
             out = _tool_call_start(out, cid, "", None)  # reopens it: arguments as they stand
@@ -764,12 +858,7 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.ReasoningMessageEnd: _text_end,
     ev.ReasoningMessageChunk: _reasoning_chunk,
     ev.ToolCallStart: lambda s, e: _call_metadata(
-        _tool_call_start(
-            _explicit(s, "call", e.tool_call_id),
-            e.tool_call_id,
-            e.tool_call_name,
-            e.parent_message_id,
-        ),
+        _tool_call_start(s, e.tool_call_id, e.tool_call_name, e.parent_message_id),
         e.tool_call_id,
         e.metadata,
     ),

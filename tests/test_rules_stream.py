@@ -49,7 +49,7 @@ from interlude.core.options import Options, RetryPolicy
 from interlude.core.patch import SHARE_MEMBERS_FROM
 from interlude.core.pmap import PMap
 from interlude.core.pvec import PVec
-from interlude.core.state import Checkpoint
+from interlude.core.state import Checkpoint, State
 from interlude.core.stream import MAX_OPEN
 from interlude.core.wire import (
     ActivityMessage,
@@ -654,17 +654,125 @@ def test_R_J2_event_metadata_merges_into_the_item_the_events_build() -> None:
     assert thaw(by_id["a1"].metadata) == {"x": 1, "y": 2}
 
 
-def test_R_J2_a_chunk_without_an_id_continues_the_newest_message_of_its_kind() -> None:
-    """A REASONING_MESSAGE_CHUNK without an id continued the newest open message of any
-    kind, so the model's thinking landed in the answer ("Answer.more thinking")."""
+def test_R_J2_a_chunk_without_an_id_continues_the_open_chunk_stream_of_its_kind() -> None:
+    """AG-UI 1.0 (Streaming): an id-less chunk continues its lane's open chunk stream of
+    its kind; a reasoning chunk without an id once continued the newest open message of
+    any kind, so the model's thinking landed in the answer."""
     assert streamed(
         ev("REASONING_MESSAGE_CHUNK", messageId="r1", delta="think"),
-        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Answer."),
         ev("REASONING_MESSAGE_CHUNK", delta=" more"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Answer."),
         ev("TEXT_MESSAGE_CHUNK", delta=" Done."),
     ) == [
         ReasoningMessage(id="r1", content="think more"),
         AssistantMessage(id="m1", content="Answer. Done."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        (
+            # A text chunk is a message event of the lane: the reasoning stream ended.
+            [
+                ev("REASONING_MESSAGE_CHUNK", messageId="r1", delta="think"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="Answer."),
+                ev("REASONING_MESSAGE_CHUNK", delta=" more"),
+            ],
+            "a reasoning message chunk without an id, and no reasoning message chunk stream open",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+                ev("STATE_DELTA", delta=[]),
+                ev("TEXT_MESSAGE_CHUNK", delta="b"),
+            ],
+            "a text message chunk without an id, and no text message chunk stream open",
+        ),
+        (
+            [
+                ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="t", delta="{"),
+                ev("CUSTOM", name="n", value=1),
+                ev("TOOL_CALL_CHUNK", delta="}"),
+            ],
+            "a tool call chunk without an id, and no tool call chunk stream open",
+        ),
+        (
+            # An explicit event for the item ends the shorthand: judged as the triad.
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="b"),
+            ],
+            "content for message 'm1', which is not open",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="b"),
+            ],
+            "a TEXT_MESSAGE_CHUNK for 'm1', which a START opened and has not ended: a chunk "
+            "does not continue an item of the start, content and end form",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a", subagentRunId="s1"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m2", delta="b", subagentRunId="s2"),
+                ev("TEXT_MESSAGE_CHUNK", delta="c"),
+            ],
+            "a text message chunk without an id or subagentRunId, and text message chunk "
+            "streams open in several subagents: it continues none of them",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a", subagentRunId="s1"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="b", subagentRunId="s2"),
+            ],
+            "a chunk of subagent 's2' continuing 'm1', which a chunk of subagent 's1' opened",
+        ),
+    ],
+    ids=[
+        "reasoning-after-text",
+        "after-a-state-delta",
+        "call-after-custom",
+        "content-after-chunk",
+        "chunk-after-start",
+        "ambiguous",
+        "other-subagent",
+    ],
+)
+def test_R_J2_a_chunk_stream_ends_at_the_next_event_of_its_lane(
+    events: list[dict[str, Any]], says: str
+) -> None:
+    """AG-UI 1.0 (Closing a chunk stream): the chunked form has no end event; a message,
+    tool-call, step, state, custom or reasoning event in its lane ends it, and the two
+    forms do not mix. An id-less chunk kept continuing the newest open message."""
+    driver, chat = chat_with(outcome(*events, result=None))
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == says
+
+
+def test_R_J2_chunk_streams_stand_apart_by_lane_and_past_the_events_that_keep_them() -> None:
+    """AG-UI 1.0: RAW, ACTIVITY_*, REASONING_ENCRYPTED_VALUE and SUBAGENT_STARTED end no
+    chunk stream; a subagent's events leave the parent agent's stream open, and an
+    untagged id-less chunk continues the sole open stream of its kind; a subagent's end
+    ends its own streams; a chunk with the id of a stream ended before reopens it."""
+    assert streamed(
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+        ev("RAW", event={"x": 1}),
+        ev("ACTIVITY_SNAPSHOT", messageId="act1", activityType="P", content={}),
+        ev("SUBAGENT_STARTED", subagentRunId="s1", name="helper"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="s-m", delta="x", subagentRunId="s1"),
+        ev("STATE_DELTA", delta=[], subagentRunId="s1"),  # ends s1's stream only
+        ev("TEXT_MESSAGE_CHUNK", delta="b"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="s-m", delta="y", subagentRunId="s1"),
+        ev("SUBAGENT_FINISHED", subagentRunId="s1"),
+        ev("TEXT_MESSAGE_CHUNK", delta="c"),
+        ev("STATE_DELTA", delta=[]),
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="d"),
+    ) == [
+        AssistantMessage(id="m1", content="abcd"),
+        ActivityMessage(id="act1", activity_type="P", content=FrozenDict()),
+        AssistantMessage(id="s-m", content="xy", subagent_run_id="s1"),
     ]
 
 
@@ -1751,10 +1859,10 @@ def test_R_J2_max_open_messages_and_calls_are_allowed_at_once() -> None:
             "message 'r1'",
         ),
         (
-            # A START reopening what a chunk opened makes it the START's to end.
+            # A START for what a chunk stream assembles ends the stream and reopens the
+            # message: the START's to end.
             [
                 ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
-                ev("TEXT_MESSAGE_END", messageId="m1"),
                 ev("TEXT_MESSAGE_START", messageId="m1"),
             ],
             None,
@@ -2556,3 +2664,86 @@ def test_R_J2_a_tool_call_streaming_through_a_messages_snapshot_goes_on() -> Non
         user(),
         AssistantMessage(id="m1", tool_calls=(call("c1", "remote", '{"q": 1}'),)),
     ]
+
+
+def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> None:
+    """The core is pure: same state, same input, same output. A draft holding an activity
+    'x' then a tool message 'x' (a reused messageId) skips an ACTIVITY_DELTA 'x' (the
+    newest 'x' is no activity); a sibling version stepped from the same parent once left
+    the shared IdHints at the older 'x', and the delta patched the activity instead."""
+    activity = ev("ACTIVITY_SNAPSHOT", messageId="x", activityType="t", content={"n": 0})
+    result = ev("TOOL_CALL_RESULT", messageId="x", toolCallId="c9", content="r")
+    delta = ev(
+        "ACTIVITY_DELTA",
+        messageId="x",
+        activityType="t",
+        patch=[{"op": "replace", "path": "/n", "value": 1}],
+    )
+
+    def acked() -> State:
+        driver, chat = chat_with(succeed_held(ev("CUSTOM", name="x", value=1)))
+        start(chat, driver)
+        feed(driver)  # RUN_STARTED: the draft exists
+        return chat.core_state
+
+    def go(s: State, *events: dict[str, Any]) -> State:
+        assert s.run is not None and s.run.attempt is not None
+        for e in events:
+            s = step(s, FrameReceived(s.run.attempt.id, json.dumps(e)), 0.0).state
+        return s
+
+    alone = go(go(acked(), activity, result), delta)
+    parent = acked()
+    version = go(parent, activity, result)
+    go(parent, result)  # a sibling: notes 'x' where this version holds the activity
+    after_sibling = go(version, delta)
+    assert after_sibling.draft is not None and alone.draft is not None
+    assert list(after_sibling.draft.messages) == list(alone.draft.messages)
+    assert (
+        after_sibling.warnings
+        == alone.warnings
+        == (
+            "ACTIVITY_DELTA for 'x', which names a tool message, not an activity; the delta "
+            "was skipped",
+        )
+    )
+
+
+def test_R_J2_a_message_reopened_in_its_run_by_another_owner_fails_the_run() -> None:
+    """AG-UI 1.0 (Text Messages): within a run, a reopening under a different owner is
+    the attribution mismatch the subagent rules reject; across runs it is not checked."""
+    driver, chat = chat_with(
+        outcome(
+            *text("m1", "a"),
+            ev("TEXT_MESSAGE_START", messageId="m1", subagentRunId="s9"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+            result=None,
+        )
+    )
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == (
+        "message 'm1' was started again by subagent 's9', but the parent agent streamed "
+        "it in this run"
+    )
+
+
+def test_R_J2_a_snapshot_restating_a_streaming_message_with_parts_says_so() -> None:
+    driver, chat = chat_with(
+        outcome(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
+            ev(
+                "MESSAGES_SNAPSHOT",
+                messages=[
+                    {"id": "m1", "role": "user", "content": [{"type": "text", "text": "hi"}]}
+                ],
+            ),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+            result=None,
+        )
+    )
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == (
+        "message 'm1' was restated by a MESSAGES_SNAPSHOT while it streamed, but it holds "
+        "content parts, not text, so text cannot be appended to it"
+    )
