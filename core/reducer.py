@@ -941,9 +941,10 @@ def _calls_to_run(
     R-J6: the ones ``pendingToolCallIds`` names, else (R-D5) those this run
     started for tools registered here (a call it reopened is an earlier run's, not
     started here). Either way a call that already has a result, or that an earlier
-    run started (a saved call named again: R-D4), is not run and gets no second result; a warning says so. A
-    named id the history does not know at all is answered with an error tool
-    message (appended last), so the endpoint is not left waiting for it.
+    run started (a saved call named again: R-D4), is not run and gets no second
+    result; a warning says so. A named id the history does not know at all is
+    answered with an error tool message (appended last), so the endpoint is not left
+    waiting for it.
     """
     streamed = {c: n for n, c in enumerate(stream.new_calls)}
     if named:
