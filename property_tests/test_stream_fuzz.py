@@ -143,3 +143,51 @@ def test_R_J2_R_J3_any_content_then_any_ending_settles_without_a_crash(
         assert ending == "interrupt" and error is None
     for request in driver.requests:  # every request, tool follow-ups included, is valid
         decode_run_input(request.json)
+
+
+def _two_runs(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """A chat whose two runs stream ``first`` and ``second``; what it holds after each."""
+    runs = iter((first, second))
+
+    def run(req: Request) -> Any:
+        return reply(started(req), *next(runs, []), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(run))
+    chat = driver.chat(state={"a": [1]})
+    seen = watched(chat)
+    chat.send("Go", message_id="u0")
+    driver.run_until_idle(follow_retries=False)
+    after_first = (chat.core_state.checkpoint, chat.error)
+    chat.send("Again", message_id="u1")
+    before_second = chat.core_state.checkpoint
+    driver.run_until_idle(follow_retries=False)
+    assert seen == []
+    return after_first, before_second, chat
+
+
+@settings(max_examples=300)
+@given(
+    first=st.lists(content_events, max_size=10),
+    second=st.lists(content_events, max_size=10),
+)
+def test_R_J2_R_F6_a_later_run_naming_an_earlier_runs_ids_keeps_what_was_committed(
+    first: list[dict[str, Any]], second: list[dict[str, Any]]
+) -> None:
+    """Both runs draw ids from one small pool, so the second reopens, extends or attaches
+    to the first's messages and calls (AG-UI 1.0). Whatever it does: a failure leaves the
+    checkpoint exactly as it was (R-F6); a success keeps every committed message in its
+    place (but after a MESSAGES_SNAPSHOT, which restates the history); and the same
+    script gives the same history again (the core is deterministic)."""
+    (_, first_error), before_second, chat = _two_runs(first, second)
+    assert not chat.is_loading
+    if first_error is not None:
+        return  # the first run failed cleanly: the tests above cover that
+    if chat.error is not None:
+        assert isinstance(chat.error, ProtocolError) and not chat.error.retryable
+        assert chat.core_state.checkpoint == before_second
+    elif not any(e.get("type") == "MESSAGES_SNAPSHOT" for e in second):
+        ids = [m.id for m in chat.messages]
+        assert ids[: len(before_second.messages)] == [m.id for m in before_second.messages]
+    _, _, again = _two_runs(first, second)
+    assert list(again.messages) == list(chat.messages)
+    assert str(again.error) == str(chat.error) and again.warnings == chat.warnings
