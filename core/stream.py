@@ -685,6 +685,19 @@ def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
         metadata=e.metadata,
         subagent_run_id=e.subagent_run_id,
     )
+    i = _index_of(s, e.message_id)
+    if i is not None:
+        # AG-UI 1.0: the result is a message of its own, with its own id; history is
+        # restated by snapshots, never re-streamed. The same result again is dropped.
+        if s.messages[i] == msg:
+            raise StreamWarning(
+                f"TOOL_CALL_RESULT {e.message_id!r} repeats a result the history holds; "
+                "it was dropped"
+            )
+        raise StreamViolation(
+            f"TOOL_CALL_RESULT {e.message_id!r} names a message id the history already "
+            f"holds ({_a(s.messages[i].role)} message): a result needs an id of its own"
+        )
     return evolve(s, messages=_appended(s, msg))
 
 

@@ -2668,11 +2668,12 @@ def test_R_J2_a_tool_call_streaming_through_a_messages_snapshot_goes_on() -> Non
 
 def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> None:
     """The core is pure: same state, same input, same output. A draft holding an activity
-    'x' then a tool message 'x' (a reused messageId) skips an ACTIVITY_DELTA 'x' (the
-    newest 'x' is no activity); a sibling version stepped from the same parent once left
-    the shared IdHints at the older 'x', and the delta patched the activity instead."""
+    'x' then a call 'x' without a parent (held by an assistant message 'x') skips an
+    ACTIVITY_DELTA 'x' (the newest 'x' is no activity); a sibling version stepped from
+    the same parent once left the shared IdHints at the older 'x', and the delta
+    patched the activity instead."""
     activity = ev("ACTIVITY_SNAPSHOT", messageId="x", activityType="t", content={"n": 0})
-    result = ev("TOOL_CALL_RESULT", messageId="x", toolCallId="c9", content="r")
+    result = ev("TOOL_CALL_START", toolCallId="x", toolCallName="t")
     delta = ev(
         "ACTIVITY_DELTA",
         messageId="x",
@@ -2703,8 +2704,8 @@ def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> Non
         after_sibling.warnings
         == alone.warnings
         == (
-            "ACTIVITY_DELTA for 'x', which names a tool message, not an activity; the delta "
-            "was skipped",
+            "ACTIVITY_DELTA for 'x', which names an assistant message, not an activity; "
+            "the delta was skipped",
         )
     )
 
@@ -2746,4 +2747,27 @@ def test_R_J2_a_snapshot_restating_a_streaming_message_with_parts_says_so() -> N
     assert str(error) == (
         "message 'm1' was restated by a MESSAGES_SNAPSHOT while it streamed, but it holds "
         "content parts, not text, so text cannot be appended to it"
+    )
+
+
+def test_R_J2_a_tool_result_reusing_a_message_id_fails_the_run_unless_it_repeats_one() -> None:
+    """AG-UI 1.0 (Tool Calls): a TOOL_CALL_RESULT is a message with its own id. One naming
+    an id the history holds made a second message with it; the same result sent again
+    is dropped with a warning, another fails the run."""
+    result = ev("TOOL_CALL_RESULT", messageId="r1", toolCallId="tc1", content="done")
+    driver, chat = chat_with(succeed(*tool_call("tc1", "remote", {}), result, result))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert [m.id for m in chat.messages].count("r1") == 1
+    assert chat.warnings == (
+        "TOOL_CALL_RESULT 'r1' repeats a result the history holds; it was dropped",
+    )
+
+    clash = ev("TOOL_CALL_RESULT", messageId="u1", toolCallId="tc1", content="done")
+    driver, chat = chat_with(succeed(*tool_call("tc1", "remote", {}), clash))
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert str(error) == (
+        "TOOL_CALL_RESULT 'u1' names a message id the history already holds (a user "
+        "message): a result needs an id of its own"
     )
