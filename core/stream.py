@@ -318,7 +318,8 @@ def _chunk(
         s = _start_text(s, new(mid))
         s = evolve(s, chunks=(*s.chunks, (lane, kind, mid)))
     else:
-        _check_repeats(s.messages[_at(_find_open_text(s, mid), None)], repeats)
+        m = s.messages[_at(_find_open_text(s, mid), None)]
+        _check_repeats(mid, tuple((f, value, getattr(m, f, None)) for f, value in repeats))
     if e.delta:
         s = _append_text(s, mid, e.delta)
     return _message_metadata(s, mid, e.metadata)
@@ -418,18 +419,15 @@ def end_chunks(s: Stream, event: object) -> Stream:
     return evolve(s, chunks=tuple(c for c in s.chunks if c not in ending))
 
 
-def _check_repeats(item: Message | ToolCall, repeats: tuple[tuple[str, str | None], ...]) -> None:
+def _check_repeats(item_id: str, repeats: tuple[tuple[str, str | None, object], ...]) -> None:
     """AG-UI 1.0 (Streaming): a continuation chunk may repeat a field its opener
     established, only with the same value (an opener without a role made an assistant
-    message); the producer said two things about one item."""
-    for field, value in repeats:
-        if field == "toolCallName":
-            had: object = item.function.name  # type: ignore[union-attr]
-        else:
-            had = getattr(item, field, None)
+    message); the producer said two things about one item. ``repeats``: each field's
+    name, the chunk's value and the item's."""
+    for field, value, had in repeats:
         if value is not None and had is not None and value != had:
             raise StreamViolation(
-                f"a chunk continuing {item.id!r} gives {field} {quote(value)}, "
+                f"a chunk continuing {item_id!r} gives {field} {quote(value)}, "
                 f"where its opener gave {quote(had)}"
             )
 
@@ -668,7 +666,7 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
         call = next(c for c in holder.tool_calls or () if c.id == cid)
         # (parentMessageId is not compared: a parent of another kind left the call a
         # holder under its own id, so the holder's id need not be the parent named.)
-        _check_repeats(call, (("toolCallName", e.tool_call_name),))
+        _check_repeats(cid, (("toolCallName", e.tool_call_name, call.function.name),))
     if e.delta:
         s = _tool_call_args(s, cid, e.delta)
     return _call_metadata(s, cid, e.metadata)

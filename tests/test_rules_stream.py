@@ -201,6 +201,13 @@ def assert_rolled_back(driver: FakeDriver, chat: Resource, before: Checkpoint) -
     return error
 
 
+def refusal(*events: Any, ending: Mapping[str, Any] | None = None) -> str:
+    """The ProtocolError's message for a run streaming ``events`` then finishing with
+    ``ending`` (None: no outcome), after checking the run rolled back."""
+    driver, chat = chat_with(outcome(*events, result=ending))
+    return str(assert_rolled_back(driver, chat, start(chat, driver)))
+
+
 def without_run_id(req: Request) -> dict[str, Any]:
     body = req.json
     del body["runId"]
@@ -746,9 +753,7 @@ def test_R_J2_a_chunk_stream_ends_at_the_next_event_of_its_lane(
     """AG-UI 1.0 (Closing a chunk stream): the chunked form has no end event; a message,
     tool-call, step, state, custom or reasoning event in its lane ends it, and the two
     forms do not mix. An id-less chunk kept continuing the newest open message."""
-    driver, chat = chat_with(outcome(*events, result=None))
-    error = assert_rolled_back(driver, chat, start(chat, driver))
-    assert str(error) == says
+    assert refusal(*events) == says
 
 
 def test_R_J2_chunk_streams_stand_apart_by_lane_and_past_the_events_that_keep_them() -> None:
@@ -1882,9 +1887,8 @@ def test_R_J2_a_run_that_finishes_with_a_started_item_open_fails(
     """AG-UI 1.0 (Runs and Steps): RUN_FINISHED requires everything a *_START opened to be
     ended, for a success and a cancelled run alike; anything still open is fatal. (The
     run used to commit it as it stood.)"""
-    driver, chat = chat_with(outcome(*events, result=ending))
-    error = assert_rolled_back(driver, chat, start(chat, driver))
-    assert str(error) == f"RUN_FINISHED with {named} still open: a run must end what it starts"
+    says = f"RUN_FINISHED with {named} still open: a run must end what it starts"
+    assert refusal(*events, ending=ending) == says
 
 
 @pytest.mark.parametrize(
@@ -1921,9 +1925,7 @@ def test_R_J2_unbalanced_steps_fail_the_run(events: list[dict[str, Any]], says: 
     """AG-UI 1.0 (Runs and Steps): a step name is open at most once in its lane, only an
     open step finishes, and every step ends before the run does; @ag-ui/client refuses
     such a stream too. Steps were read past unchecked."""
-    driver, chat = chat_with(outcome(*events, result=None))
-    error = assert_rolled_back(driver, chat, start(chat, driver))
-    assert str(error) == says
+    assert refusal(*events) == says
 
 
 def test_R_J2_steps_may_overlap_and_repeat_and_each_lane_has_its_own() -> None:
@@ -1995,9 +1997,7 @@ def test_R_J2_a_chunk_contradicting_its_opener_fails_the_run(
     """AG-UI 1.0 (Streaming, continuation chunks): a repeated role, name or toolCallName
     must equal the opener's (no role on the opener means assistant); the continuation
     was taken and its value silently dropped."""
-    driver, chat = chat_with(outcome(*events, result=None))
-    error = assert_rolled_back(driver, chat, start(chat, driver))
-    assert str(error) == says
+    assert refusal(*events) == says
 
 
 def test_R_J2_a_chunk_repeating_its_openers_fields_unchanged_continues() -> None:
@@ -2713,38 +2713,24 @@ def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> Non
 def test_R_J2_a_message_reopened_in_its_run_by_another_owner_fails_the_run() -> None:
     """AG-UI 1.0 (Text Messages): within a run, a reopening under a different owner is
     the attribution mismatch the subagent rules reject; across runs it is not checked."""
-    driver, chat = chat_with(
-        outcome(
-            *text("m1", "a"),
-            ev("TEXT_MESSAGE_START", messageId="m1", subagentRunId="s9"),
-            ev("TEXT_MESSAGE_END", messageId="m1"),
-            result=None,
-        )
-    )
-    error = assert_rolled_back(driver, chat, start(chat, driver))
-    assert str(error) == (
+    assert refusal(
+        *text("m1", "a"),
+        ev("TEXT_MESSAGE_START", messageId="m1", subagentRunId="s9"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+    ) == (
         "message 'm1' was started again by subagent 's9', but the parent agent streamed "
         "it in this run"
     )
 
 
 def test_R_J2_a_snapshot_restating_a_streaming_message_with_parts_says_so() -> None:
-    driver, chat = chat_with(
-        outcome(
-            ev("TEXT_MESSAGE_START", messageId="m1"),
-            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
-            ev(
-                "MESSAGES_SNAPSHOT",
-                messages=[
-                    {"id": "m1", "role": "user", "content": [{"type": "text", "text": "hi"}]}
-                ],
-            ),
-            ev("TEXT_MESSAGE_END", messageId="m1"),
-            result=None,
-        )
-    )
-    error = assert_rolled_back(driver, chat, start(chat, driver))
-    assert str(error) == (
+    parts = [{"type": "text", "text": "hi"}]
+    assert refusal(
+        ev("TEXT_MESSAGE_START", messageId="m1"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
+        ev("MESSAGES_SNAPSHOT", messages=[{"id": "m1", "role": "user", "content": parts}]),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+    ) == (
         "message 'm1' was restated by a MESSAGES_SNAPSHOT while it streamed, but it holds "
         "content parts, not text, so text cannot be appended to it"
     )
