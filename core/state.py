@@ -218,6 +218,11 @@ class Stream:
     the parent agent), the kind ``"text"``, ``"reasoning"`` or ``"call"``. AG-UI 1.0
     (Streaming): one at most a lane, ended by any other event of its lane but a few,
     all by a ``MESSAGES_SNAPSHOT``, and by the run's finish (``stream.end_chunks``)."""
+    adrift: tuple[tuple[str, str], ...] = ()
+    """Items a ``MESSAGES_SNAPSHOT`` left no place for while a START-opened stream of
+    theirs was open, as ``(kind, id)``, the kind ``"text"``, ``"reasoning"`` or
+    ``"call"``: still open (the producer ends them, and must before the finish), but
+    what they stream has nowhere to go and is dropped; the snapshot warned."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
     """Positions of the messages and calls, the history's included, by id (see
     :class:`IdHints`): a run may reopen or extend an earlier run's (AG-UI 1.0)."""

@@ -84,10 +84,27 @@ def _find_open_text(s: Stream, message_id: str) -> OpenText | None:
     return None
 
 
+def _adrift(s: Stream, item_id: str, kinds: tuple[str, ...]) -> tuple[str, str] | None:
+    """``item_id``'s entry among the items a snapshot set adrift, if of one of ``kinds``."""
+    for entry in s.adrift:
+        if entry[1] == item_id and entry[0] in kinds:
+            return entry
+    return None
+
+
+_TEXT_KINDS = ("text", "reasoning")
+_CALL_KIND = ("call",)
+
+
+def _ashore(s: Stream, entry: tuple[str, str]) -> Stream:
+    """``s`` with an adrift item ended: its end has nothing to close."""
+    return evolve(s, adrift=tuple(a for a in s.adrift if a is not entry))
+
+
 def _start_text(s: Stream, message: Message) -> Stream:
-    if _find_open_text(s, message.id) is not None:
+    if _find_open_text(s, message.id) is not None or _adrift(s, message.id, _TEXT_KINDS):
         raise StreamViolation(f"message {message.id!r} was started twice")
-    if len(s.open_texts) >= MAX_OPEN:
+    if len(s.open_texts) + len(s.adrift) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
     index = _index_of(s, message.id)
     if index is not None:
@@ -126,7 +143,10 @@ def _message_metadata(s: Stream, message_id: str, metadata: FrozenDict | None) -
     """``s`` with ``metadata`` merged into this run's message ``message_id``."""
     if metadata is None:
         return s
-    i = _at(_find_open_text(s, message_id), _index_of(s, message_id))
+    o = _find_open_text(s, message_id)
+    if o is None and _adrift(s, message_id, _TEXT_KINDS):
+        return s  # no place to merge into: dropped with its content
+    i = _at(o, _index_of(s, message_id))
     m = s.messages[i]
     changed = evolve(m, metadata=_merged(m.metadata, metadata))  # type: ignore[union-attr]
     return evolve(s, messages=s.messages.set(i, changed))
@@ -137,7 +157,10 @@ def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) ->
     (AG-UI 1.0: one message holds several calls, each keeping its own)."""
     if metadata is None:
         return s
-    i = _at(_find_open_call(s, tool_call_id), _holder_of(s, tool_call_id))
+    o = _find_open_call(s, tool_call_id)
+    if o is None and _adrift(s, tool_call_id, _CALL_KIND):
+        return s
+    i = _at(o, _holder_of(s, tool_call_id))
     holder = s.messages[i]
     assert isinstance(holder, AssistantMessage)
 
@@ -191,6 +214,8 @@ def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
         if o.message_id == message_id:
             grown = with_rope(o, o.rope.append(delta))
             return with_open_texts(s, (*texts[:i], grown, *texts[i + 1 :]))
+    if _adrift(s, message_id, _TEXT_KINDS):
+        return s  # its place is gone: dropped, as the snapshot that took it warned
     raise StreamViolation(f"content for message {message_id!r}, which is not open")
 
 
@@ -219,6 +244,10 @@ def _content(
 
 def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Stream:
     _check_lane(s, e.message_id, type(e) is ev.ReasoningMessageEnd)
+    if _find_open_text(s, e.message_id) is None:
+        entry = _adrift(s, e.message_id, _TEXT_KINDS)
+        if entry is not None:
+            return _ashore(s, entry)
     return _message_metadata(_end_text(s, e.message_id), e.message_id, e.metadata)
 
 
@@ -227,7 +256,14 @@ def _check_lane(s: Stream, message_id: str, reasoning: bool) -> None:
     AG-UI 1.0 keeps the two apart, and content in the wrong one is silent corruption.
     (A message that is not open is left to the handler's own error.)"""
     o = _find_open_text(s, message_id)
-    if o is not None and o.reasoning != reasoning:
+    if o is not None:
+        is_reasoning = o.reasoning
+    else:
+        entry = _adrift(s, message_id, _TEXT_KINDS)
+        if entry is None:
+            return
+        is_reasoning = entry[0] == "reasoning"
+    if is_reasoning != reasoning:
         kind, other = ("reasoning", "text") if reasoning else ("text", "reasoning")
         raise StreamViolation(f"a {kind} event for message {message_id!r}, a {other} message")
 
@@ -269,6 +305,7 @@ def unclosed(s: Stream) -> list[str]:
     return [
         *(f"message {m!r}" for m in texts),
         *(f"tool call {c!r}" for c in calls),
+        *(f"{'tool call' if k == 'call' else 'message'} {i!r}" for k, i in s.adrift),
         *(_step_name(step) for step in s.steps),
     ]
 
@@ -312,7 +349,7 @@ def _chunk(
     mid = e.message_id if e.message_id is not None else _continued(s, lane, kind)
     entry = _chunk_entry(s, kind, mid, lane)
     if entry is None:
-        if _find_open_text(s, mid) is not None:
+        if _find_open_text(s, mid) is not None or _adrift(s, mid, _TEXT_KINDS):
             _check_lane(s, mid, kind == "reasoning")
             raise StreamViolation(_mixed(type(e).TYPE, mid))
         s = _start_text(s, new(mid))
@@ -537,9 +574,9 @@ def _appended(s: Stream, message: Message) -> PVec[Message]:
 
 
 def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None) -> Stream:
-    if _find_open_call(s, tool_call_id) is not None:
+    if _find_open_call(s, tool_call_id) is not None or _adrift(s, tool_call_id, _CALL_KIND):
         raise StreamViolation(f"tool call {tool_call_id!r} was started twice")
-    if len(s.open_calls) >= MAX_OPEN:
+    if len(s.open_calls) + len(s.adrift) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} tool calls open at once")
     held = _holder_of(s, tool_call_id)
     if held is not None:
@@ -589,6 +626,8 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
         if o.tool_call_id == tool_call_id:
             grown = with_rope(o, o.rope.append(delta))
             return with_open_calls(s, (*calls[:i], grown, *calls[i + 1 :]))
+    if _adrift(s, tool_call_id, _CALL_KIND):
+        return s  # as in _append_text
     raise StreamViolation(f"arguments for tool call {tool_call_id!r}, which is not open")
 
 
@@ -650,11 +689,19 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
     )
 
 
+def _tool_call_end_event(s: Stream, e: ev.ToolCallEnd) -> Stream:
+    if _find_open_call(s, e.tool_call_id) is None:
+        entry = _adrift(s, e.tool_call_id, _CALL_KIND)
+        if entry is not None:
+            return _ashore(s, entry)
+    return _call_metadata(_tool_call_end(s, e.tool_call_id), e.tool_call_id, e.metadata)
+
+
 def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
     lane = e.subagent_run_id
     cid = e.tool_call_id if e.tool_call_id is not None else _continued(s, lane, "call")
     if _chunk_entry(s, "call", cid, lane) is None:
-        if _find_open_call(s, cid) is not None:
+        if _find_open_call(s, cid) is not None or _adrift(s, cid, _CALL_KIND):
             raise StreamViolation(_mixed("TOOL_CALL_CHUNK", cid))
         if e.tool_call_name is None:
             raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
@@ -771,10 +818,17 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     replaced in place, one it does not name is dropped (but activity and reasoning
     messages, which a producer may not track, unless the snapshot carries that role),
     and the snapshot's new messages are appended in its order. An unchanged message
-    keeps its object, so the history shares what it can. The snapshot opens and closes
-    nothing: a message or call streaming through it goes on, from the snapshot's text."""
-    was_open = [o.message_id for o in s.open_texts]
+    keeps its object, so the history shares what it can.
+
+    The snapshot opens and closes nothing: a message or call streaming through it goes
+    on, from the snapshot's text. One it leaves no place for (it drops it, or restates
+    it as a message its stream cannot go on in: another lane, no text) is set adrift,
+    with a warning: still open, its content dropped until its end; a later snapshot
+    that restates it gives it back its place."""
+    was_open = [(o.message_id, o.reasoning) for o in s.open_texts]
+    was_open += [(item, kind == "reasoning") for kind, item in s.adrift if kind != "call"]
     calls_open = [c.tool_call_id for c in s.open_calls]
+    calls_open += [item for kind, item in s.adrift if kind == "call"]
     s = close_all(s)
     given = {m.id: m for m in e.messages}
     roles = {m.role for m in e.messages}
@@ -791,15 +845,40 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     merged.extend(m for m in e.messages if m.id not in placed)
     messages = PVec.from_iterable(merged)
     out = evolve(s, messages=messages, base=0, ids=IdHints(messages))
-    for mid in was_open:
+    adrift: list[tuple[str, str]] = []
+    for mid, reasoning in was_open:
         i = _index_of(out, mid)
-        if i is not None and type(out.messages[i]) in WITH_CONTENT:
+        if i is not None and _goes_on_in(out.messages[i], reasoning):
             how = "was restated by a MESSAGES_SNAPSHOT while it streamed"
             out = _reopen_text(out, i, out.messages[i], how)
+        else:
+            adrift.append(("reasoning" if reasoning else "text", mid))
     for cid in calls_open:
         if _holder_of(out, cid) is not None:
             out = _tool_call_start(out, cid, "", None)  # reopens it: arguments as they stand
-    return out
+        else:
+            adrift.append(("call", cid))
+    if not adrift:
+        return out
+    out = evolve(out, adrift=tuple(adrift))
+    names = [f"{'tool call' if k == 'call' else 'message'} {quote(i)}" for k, i in adrift]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    raise StreamWarning(
+        f"MESSAGES_SNAPSHOT left no place for {shown} while streaming (dropped, or "
+        "restated as a message it cannot continue): open until ended, its content dropped",
+        applied=out,
+    )
+
+
+def _goes_on_in(message: Message, reasoning: bool) -> bool:
+    """Whether a text stream of its lane can go on in ``message``: one of the same lane
+    holding text, or nothing yet (content parts would be replaced by the text)."""
+    content = getattr(message, "content", None)
+    return (
+        type(message) in WITH_CONTENT
+        and isinstance(message, ReasoningMessage) == reasoning
+        and (content is None or isinstance(content, str))
+    )
 
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
@@ -874,9 +953,7 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
         e.metadata,
     ),
     ev.ToolCallArgs: _tool_call_args_event,
-    ev.ToolCallEnd: lambda s, e: _call_metadata(
-        _tool_call_end(s, e.tool_call_id), e.tool_call_id, e.metadata
-    ),
+    ev.ToolCallEnd: _tool_call_end_event,
     ev.ToolCallChunk: _tool_call_chunk,
     ev.ToolCallResult: _tool_call_result,
     ev.StateSnapshot: lambda s, e: evolve(s, state=e.snapshot),
@@ -889,9 +966,10 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
 
 
 def close_all(s: Stream) -> Stream:
-    """Join every open text and argument rope into its message (at a run's end)."""
+    """Join every open text and argument rope into its message (at a run's end); what
+    is adrift has no message and just ends."""
     for o in s.open_texts:
         s = _end_text(s, o.message_id)
     for c in s.open_calls:
         s = _tool_call_end(s, c.tool_call_id)
-    return s
+    return evolve(s, adrift=()) if s.adrift else s

@@ -63,6 +63,7 @@ from interlude.core.wire import (
     ToolMessage,
     UserMessage,
 )
+from interlude.core.wire.codec import decode_message
 
 OPTS = Options(retry=RetryPolicy(jitter=0, base_delay=1))
 """Exact back-off: 1 s after the first failed attempt, 2 s after the second; three attempts."""
@@ -2723,17 +2724,175 @@ def test_R_J2_a_message_reopened_in_its_run_by_another_owner_fails_the_run() -> 
     )
 
 
-def test_R_J2_a_snapshot_restating_a_streaming_message_with_parts_says_so() -> None:
-    parts = [{"type": "text", "text": "hi"}]
-    assert refusal(
-        ev("TEXT_MESSAGE_START", messageId="m1"),
-        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
-        ev("MESSAGES_SNAPSHOT", messages=[{"id": "m1", "role": "user", "content": parts}]),
-        ev("TEXT_MESSAGE_END", messageId="m1"),
-    ) == (
-        "message 'm1' was restated by a MESSAGES_SNAPSHOT while it streamed, but it holds "
-        "content parts, not text, so text cannot be appended to it"
+ADRIFT_NOTE = (
+    "MESSAGES_SNAPSHOT left no place for {} while streaming (dropped, or restated as a "
+    "message it cannot continue): open until ended, its content dropped"
+)
+"""The warning of a snapshot that sets a streaming item adrift."""
+
+
+def test_R_J2_a_message_a_snapshot_drops_while_it_streams_stays_open_without_a_place() -> None:
+    """AG-UI 1.0: a MESSAGES_SNAPSHOT replaces the history and opens and closes nothing.
+    A message it drops mid-stream is still the producer's to end: its further content
+    (and metadata) has nowhere to go and is dropped, its END is accepted, and the run
+    commits the snapshot's history. (The END failed the run as 'not open'.)"""
+    snapshot = [{"id": "u1", "role": "user", "content": "Go"}]
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Half"),
+            ev("MESSAGES_SNAPSHOT", messages=snapshot),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta=" more", metadata={"k": 1}),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+        )
     )
+    start(chat, driver)
+    feed(driver, 4)  # RUN_STARTED to the snapshot
+    assert list(chat.messages) == [user()]
+    assert chat.warnings == (ADRIFT_NOTE.format("message 'm1'"),)
+    driver.release(100)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.core_state.checkpoint.messages) == [user()]
+    assert len(chat.warnings) == 1  # the content after it is dropped quietly
+
+
+def test_R_J2_a_message_a_snapshot_dropped_must_still_end_before_the_finish() -> None:
+    """AG-UI 1.0 (Runs): what a START opened must end before RUN_FINISHED, whether or not
+    a snapshot took its place (it escaped the finish check)."""
+    assert (
+        refusal(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("MESSAGES_SNAPSHOT", messages=[{"id": "u1", "role": "user", "content": "Go"}]),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lost"),
+        )
+        == "RUN_FINISHED with message 'm1' still open: a run must end what it starts"
+    )
+
+
+def test_R_J2_a_message_dropped_by_a_snapshot_cannot_be_started_again_while_open() -> None:
+    assert (
+        refusal(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("MESSAGES_SNAPSHOT", messages=[{"id": "u1", "role": "user", "content": "Go"}]),
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+        )
+        == "message 'm1' was started twice"
+    )
+    assert refusal(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote"),
+        ev("MESSAGES_SNAPSHOT", messages=[{"id": "u1", "role": "user", "content": "Go"}]),
+        ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="remote", delta="{}"),
+    ) == (
+        "a TOOL_CALL_CHUNK for 'c1', which a START opened and has not ended: a chunk does "
+        "not continue an item of the start, content and end form"
+    )
+
+
+def test_R_J2_a_tool_call_a_snapshot_drops_while_it_streams_is_not_run() -> None:
+    """A call the snapshot dropped mid-stream takes its further arguments nowhere, ends
+    quietly, and is not in the history, so no local tool runs for it (R-D5)."""
+    calls: list[Any] = []
+    driver, chat = chat_with(
+        succeed(
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"q":'),
+            ev("MESSAGES_SNAPSHOT", messages=[{"id": "u1", "role": "user", "content": "Go"}]),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta=" 1}", metadata={"k": 1}),
+            ev("TOOL_CALL_END", toolCallId="c1", metadata={"k": 2}),
+        ),
+        local_tools={"lookup": recorder(calls, "found")},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [user()]
+    assert calls == [] and len(driver.requests) == 1
+    assert chat.warnings == (ADRIFT_NOTE.format("tool call 'c1'"),)
+
+
+def test_R_J2_a_snapshot_restating_a_streaming_message_as_one_it_cannot_continue() -> None:
+    """A restatement the stream cannot go on in sets it adrift too: a user message with
+    content parts (text appended would replace them), or a message of the other lane (a
+    reasoning message for a text stream). The snapshot's message stands untouched."""
+    parts = [{"type": "text", "text": "hi"}]
+    restated = [
+        [{"id": "m1", "role": "user", "content": parts}],
+        [{"id": "m1", "role": "reasoning", "content": "think"}],
+        [{"id": "m1", "role": "tool", "content": "42", "toolCallId": "c0"}],
+    ]
+    for messages in restated:
+        driver, chat = chat_with(
+            succeed(
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
+                ev("MESSAGES_SNAPSHOT", messages=messages),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="y"),
+                ev("TEXT_MESSAGE_END", messageId="m1"),
+            )
+        )
+        start(chat, driver)
+        driver.run_until_idle()
+        assert_idle_ok(chat)
+        assert list(chat.messages) == [decode_message(messages[0])]
+        assert chat.warnings == (ADRIFT_NOTE.format("message 'm1'"),)
+
+
+def test_R_J2_an_adrift_message_keeps_its_lane() -> None:
+    """(The snapshot carries the reasoning role, so it drops the reasoning 'r1'.)"""
+    snapshot = [
+        {"id": "u1", "role": "user", "content": "Go"},
+        {"id": "r0", "role": "reasoning", "content": "warm up"},
+    ]
+    error = refusal(
+        *reasoning("r0", "warm up"),
+        ev("REASONING_MESSAGE_START", messageId="r1"),
+        ev("MESSAGES_SNAPSHOT", messages=snapshot),
+        ev("TEXT_MESSAGE_CONTENT", messageId="r1", delta="x"),
+    )
+    assert error == "a text event for message 'r1', a reasoning message"
+
+
+def test_R_J2_a_later_snapshot_restating_an_adrift_message_gives_it_back_its_place() -> None:
+    """What streams while it is adrift is lost; after a snapshot restates it, deltas
+    append to the snapshot's text again."""
+    only_user = [{"id": "u1", "role": "user", "content": "Go"}]
+    both = [*only_user, {"id": "m1", "role": "assistant", "content": "A"}]
+    driver, chat = chat_with(
+        succeed(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="a"),
+            ev("MESSAGES_SNAPSHOT", messages=only_user),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lost"),
+            ev("MESSAGES_SNAPSHOT", messages=both),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="b"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == [user(), AssistantMessage(id="m1", content="Ab")]
+    assert chat.warnings == (ADRIFT_NOTE.format("message 'm1'"),)
+
+
+def test_R_A1_an_interrupt_commits_the_snapshot_with_an_item_adrift() -> None:
+    """An interrupted run commits as it stands (R-A1): an adrift item has nothing to
+    commit and simply ends with the run."""
+    driver, chat = chat_with(
+        pause(
+            {"id": "approve", "reason": "input_required"},
+            events=[
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+                ev("MESSAGES_SNAPSHOT", messages=[{"id": "u1", "role": "user", "content": "Go"}]),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lost"),
+            ],
+        )
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert chat.error is None and chat.pending_interrupts is not None
+    assert list(chat.core_state.checkpoint.messages) == [user()]
 
 
 def test_R_J2_a_tool_result_reusing_a_message_id_fails_the_run_unless_it_repeats_one() -> None:
