@@ -103,6 +103,9 @@ class OpenText(NamedTuple):
     rope: Rope
     reasoning: bool = False
     """A reasoning message: AG-UI keeps its events apart from a text message's."""
+    owner: str | None = None
+    """The ``subagentRunId`` of the event that opened it (None: the parent agent): a
+    continuation tagged for another owner is rejected (AG-UI 1.0, Ownership)."""
 
 
 class OpenCall(NamedTuple):
@@ -112,6 +115,8 @@ class OpenCall(NamedTuple):
     position: int
     """Where the assistant message that holds the call stands in the draft's messages."""
     rope: Rope
+    owner: str | None = None
+    """As :attr:`OpenText.owner`."""
 
 
 _OpenT = TypeVar("_OpenT", OpenText, OpenCall)
@@ -120,8 +125,8 @@ _OpenT = TypeVar("_OpenT", OpenText, OpenCall)
 def with_rope(o: _OpenT, rope: Rope) -> _OpenT:
     """``o`` with its rope replaced."""
     if isinstance(o, OpenText):
-        return _tuple_new(OpenText, (o[0], o[1], rope, o[3]))
-    return _tuple_new(OpenCall, (o[0], o[1], rope))
+        return _tuple_new(OpenText, (o[0], o[1], rope, o[3], o[4]))
+    return _tuple_new(OpenCall, (o[0], o[1], rope, o[3]))
 
 
 _tuple_new = tuple.__new__
@@ -218,9 +223,9 @@ class Stream:
     the parent agent), the kind ``"text"``, ``"reasoning"`` or ``"call"``. AG-UI 1.0
     (Streaming): one at most a lane, ended by any other event of its lane but a few,
     all by a ``MESSAGES_SNAPSHOT``, and by the run's finish (``stream.end_chunks``)."""
-    adrift: tuple[tuple[str, str], ...] = ()
+    adrift: tuple[tuple[str, str, str | None], ...] = ()
     """Items a ``MESSAGES_SNAPSHOT`` left no place for while a START-opened stream of
-    theirs was open, as ``(kind, id)``, the kind ``"text"``, ``"reasoning"`` or
+    theirs was open, as ``(kind, id, owner)``, the kind ``"text"``, ``"reasoning"`` or
     ``"call"``: still open (the producer ends them, and must before the finish), but
     what they stream has nowhere to go and is dropped; the snapshot warned."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)

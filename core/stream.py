@@ -84,7 +84,10 @@ def _find_open_text(s: Stream, message_id: str) -> OpenText | None:
     return None
 
 
-def _adrift(s: Stream, item_id: str, kinds: tuple[str, ...]) -> tuple[str, str] | None:
+_Adrift = tuple[str, str, str | None]
+
+
+def _adrift(s: Stream, item_id: str, kinds: tuple[str, ...]) -> _Adrift | None:
     """``item_id``'s entry among the items a snapshot set adrift, if of one of ``kinds``."""
     for entry in s.adrift:
         if entry[1] == item_id and entry[0] in kinds:
@@ -96,7 +99,7 @@ _TEXT_KINDS = ("text", "reasoning")
 _CALL_KIND = ("call",)
 
 
-def _ashore(s: Stream, entry: tuple[str, str]) -> Stream:
+def _ashore(s: Stream, entry: _Adrift) -> Stream:
     """``s`` with an adrift item ended: its end has nothing to close."""
     return evolve(s, adrift=tuple(a for a in s.adrift if a is not entry))
 
@@ -109,7 +112,9 @@ def _start_text(s: Stream, message: Message) -> Stream:
     index = _index_of(s, message.id)
     if index is not None:
         return _reopen_text(s, index, message)
-    opened = OpenText(message.id, len(s.messages), Rope(), isinstance(message, ReasoningMessage))
+    owner = getattr(message, "subagent_run_id", None)
+    reasoning = isinstance(message, ReasoningMessage)
+    opened = OpenText(message.id, len(s.messages), Rope(), reasoning, owner)
     return evolve(s, messages=_appended(s, message), open_texts=(*s.open_texts, opened))
 
 
@@ -202,7 +207,7 @@ def _reopen_text(s: Stream, index: int, message: Message, how: str = "was starte
             f"message {message.id!r} {how}, but it holds content parts, "
             "not text, so text cannot be appended to it"
         )
-    opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage))
+    opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage), owner)
     return evolve(s, open_texts=(*s.open_texts, opened))
 
 
@@ -225,7 +230,13 @@ def _text_content(s: Stream, e: ev.TextMessageContent) -> Stream:
         # Half of a stream's events land here: the loop of _append_text, unrolled for
         # its common case (one text message open), saves about 4% of the benchmark's cost.
         o = texts[0]
-        if o.message_id == e.message_id and not o.reasoning and e.metadata is None:
+        tag = e.subagent_run_id
+        if (
+            o.message_id == e.message_id
+            and not o.reasoning
+            and e.metadata is None
+            and (tag is None or tag == o.owner)
+        ):
             return with_open_texts(s, (with_rope(o, o.rope.append(e.delta)),))
     return _content(s, e, False)
 
@@ -237,13 +248,13 @@ def _reasoning_content(s: Stream, e: ev.ReasoningMessageContent) -> Stream:
 def _content(
     s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageContent, reasoning: bool
 ) -> Stream:
-    _check_lane(s, e.message_id, reasoning)
+    _check_lane(s, e.message_id, reasoning, e)
     s = _append_text(s, e.message_id, e.delta)
     return _message_metadata(s, e.message_id, e.metadata)
 
 
 def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Stream:
-    _check_lane(s, e.message_id, type(e) is ev.ReasoningMessageEnd)
+    _check_lane(s, e.message_id, type(e) is ev.ReasoningMessageEnd, e)
     if _find_open_text(s, e.message_id) is None:
         entry = _adrift(s, e.message_id, _TEXT_KINDS)
         if entry is not None:
@@ -251,21 +262,35 @@ def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Strea
     return _message_metadata(_end_text(s, e.message_id), e.message_id, e.metadata)
 
 
-def _check_lane(s: Stream, message_id: str, reasoning: bool) -> None:
+def _check_lane(s: Stream, message_id: str, reasoning: bool, event: object = None) -> None:
     """A reasoning event must name a reasoning message, a text event a text message:
     AG-UI 1.0 keeps the two apart, and content in the wrong one is silent corruption.
+    A continuing ``event`` must agree with the message's opener about its owner.
     (A message that is not open is left to the handler's own error.)"""
     o = _find_open_text(s, message_id)
     if o is not None:
-        is_reasoning = o.reasoning
+        is_reasoning, owner = o.reasoning, o.owner
     else:
         entry = _adrift(s, message_id, _TEXT_KINDS)
         if entry is None:
             return
-        is_reasoning = entry[0] == "reasoning"
+        is_reasoning, owner = entry[0] == "reasoning", entry[2]
+    if event is not None:
+        _check_owner(event, owner, f"message {message_id!r}")
     if is_reasoning != reasoning:
         kind, other = ("reasoning", "text") if reasoning else ("text", "reasoning")
         raise StreamViolation(f"a {kind} event for message {message_id!r}, a {other} message")
+
+
+def _check_owner(event: Any, owner: str | None, item: str) -> None:
+    """AG-UI 1.0 (Subagents, Ownership): a continuation may omit its ``subagentRunId``
+    (it continues whatever the opener owns), never contradict it: one producer's
+    content appended to another's message is corruption no one detects afterwards."""
+    tag = event.subagent_run_id
+    if tag is not None and tag != owner:
+        raise StreamViolation(
+            f"a {event.TYPE} of {_owner(tag)} continuing {item}, which {_owner(owner)} opened"
+        )
 
 
 def with_text(message: Message, text: str) -> Message:
@@ -305,7 +330,7 @@ def unclosed(s: Stream) -> list[str]:
     return [
         *(f"message {m!r}" for m in texts),
         *(f"tool call {c!r}" for c in calls),
-        *(f"{'tool call' if k == 'call' else 'message'} {i!r}" for k, i in s.adrift),
+        *(f"{'tool call' if k == 'call' else 'message'} {i!r}" for k, i, _ in s.adrift),
         *(_step_name(step) for step in s.steps),
     ]
 
@@ -573,7 +598,10 @@ def _appended(s: Stream, message: Message) -> PVec[Message]:
     return s.messages.append(message)
 
 
-def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None) -> Stream:
+def _tool_call_start(
+    s: Stream, tool_call_id: str, name: str, parent: str | None, tag: str | None
+) -> Stream:
+    """A call opened (``tag``: its start's ``subagentRunId``), or reopened by id."""
     if _find_open_call(s, tool_call_id) is not None or _adrift(s, tool_call_id, _CALL_KIND):
         raise StreamViolation(f"tool call {tool_call_id!r} was started twice")
     if len(s.open_calls) + len(s.adrift) >= MAX_OPEN:
@@ -584,9 +612,8 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
         holder = s.messages[held]
         assert isinstance(holder, AssistantMessage)
         had = next(c for c in holder.tool_calls or () if c.id == tool_call_id)
-        reopened = OpenCall(
-            tool_call_id=tool_call_id, position=held, rope=Rope(had.function.arguments)
-        )
+        owner = _call_owner(s, held, holder, tag, tool_call_id)
+        reopened = OpenCall(tool_call_id, held, Rope(had.function.arguments), owner)
         return evolve(s, open_calls=(*s.open_calls, reopened))
     call = ToolCall(id=tool_call_id, function=FunctionCall(name=name, arguments=""))
     messages = s.messages
@@ -599,24 +626,43 @@ def _tool_call_start(s: Stream, tool_call_id: str, name: str, parent: str | None
         # As AG-UI clients do: the call gets its own assistant message, with the parent's
         # id unless a message of another kind (a reasoning one, say) already has it.
         mid = parent if parent is not None and index is None else tool_call_id
-        holder = AssistantMessage(id=mid, tool_calls=(call,))
+        holder = AssistantMessage(id=mid, tool_calls=(call,), subagent_run_id=tag)
+        owner = tag
         index = len(messages)
         messages = _appended(s, holder)
     else:
         parent_message = messages[index]
         assert isinstance(parent_message, AssistantMessage)
+        owner = _call_owner(s, index, parent_message, tag, tool_call_id)
         messages = messages.set(
             index,
             evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
         )
     s.ids.note_call(tool_call_id, index)
-    opened = OpenCall(tool_call_id=tool_call_id, position=index, rope=Rope())
+    opened = OpenCall(tool_call_id, index, Rope(), owner)
     return evolve(
         s,
         messages=messages,
         open_calls=(*s.open_calls, opened),
         new_calls=s.new_calls.append(tool_call_id),
     )
+
+
+def _call_owner(
+    s: Stream, index: int, holder: AssistantMessage, tag: str | None, tool_call_id: str
+) -> str | None:
+    """AG-UI 1.0 (Subagents): a call belongs to the owner of the message holding it. An
+    untagged start inherits that owner; one tagged for another owner than a message of
+    this run is refused (across runs ownership tracking resets)."""
+    held_by = holder.subagent_run_id
+    if tag is None:
+        return held_by
+    if tag != held_by and index >= s.base:
+        raise StreamViolation(
+            f"tool call {tool_call_id!r} of {_owner(tag)} in message {holder.id!r}, "
+            f"which {_owner(held_by)} streamed: a call belongs to its message's owner"
+        )
+    return tag
 
 
 def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
@@ -633,9 +679,16 @@ def _tool_call_args(s: Stream, tool_call_id: str, delta: str) -> Stream:
 
 def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
     calls = s.open_calls
-    if len(calls) == 1 and calls[0].tool_call_id == e.tool_call_id and e.metadata is None:
+    tag = e.subagent_run_id
+    if (
+        len(calls) == 1
+        and calls[0].tool_call_id == e.tool_call_id
+        and e.metadata is None
+        and (tag is None or tag == calls[0].owner)
+    ):
         o = calls[0]  # as in _text_content
         return with_open_calls(s, (with_rope(o, o.rope.append(e.delta)),))
+    _check_call_owner(s, e)
     s = _tool_call_args(s, e.tool_call_id, e.delta)
     return _call_metadata(s, e.tool_call_id, e.metadata)
 
@@ -689,7 +742,16 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
     )
 
 
+def _check_call_owner(s: Stream, e: ev.ToolCallArgs | ev.ToolCallEnd) -> None:
+    o = _find_open_call(s, e.tool_call_id)
+    entry = _adrift(s, e.tool_call_id, _CALL_KIND) if o is None else None
+    if o is not None or entry is not None:
+        owner = o.owner if o is not None else entry[2]  # type: ignore[index]
+        _check_owner(e, owner, f"tool call {e.tool_call_id!r}")
+
+
 def _tool_call_end_event(s: Stream, e: ev.ToolCallEnd) -> Stream:
+    _check_call_owner(s, e)
     if _find_open_call(s, e.tool_call_id) is None:
         entry = _adrift(s, e.tool_call_id, _CALL_KIND)
         if entry is not None:
@@ -705,7 +767,7 @@ def _tool_call_chunk(s: Stream, e: ev.ToolCallChunk) -> Stream:
             raise StreamViolation(_mixed("TOOL_CALL_CHUNK", cid))
         if e.tool_call_name is None:
             raise StreamViolation(f"the first TOOL_CALL_CHUNK of {cid!r} has no toolCallName")
-        s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id)
+        s = _tool_call_start(s, cid, e.tool_call_name, e.parent_message_id, lane)
         s = evolve(s, chunks=(*s.chunks, (lane, "call", cid)))
     else:
         holder = s.messages[_at(_find_open_call(s, cid), None)]
@@ -825,10 +887,10 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     it as a message its stream cannot go on in: another lane, no text) is set adrift,
     with a warning: still open, its content dropped until its end; a later snapshot
     that restates it gives it back its place."""
-    was_open = [(o.message_id, o.reasoning) for o in s.open_texts]
-    was_open += [(item, kind == "reasoning") for kind, item in s.adrift if kind != "call"]
-    calls_open = [c.tool_call_id for c in s.open_calls]
-    calls_open += [item for kind, item in s.adrift if kind == "call"]
+    was_open = [(o.message_id, o.reasoning, o.owner) for o in s.open_texts]
+    was_open += [(i, kind == "reasoning", who) for kind, i, who in s.adrift if kind != "call"]
+    calls_open = [(c.tool_call_id, c.owner) for c in s.open_calls]
+    calls_open += [(i, who) for kind, i, who in s.adrift if kind == "call"]
     s = close_all(s)
     given = {m.id: m for m in e.messages}
     roles = {m.role for m in e.messages}
@@ -845,23 +907,29 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     merged.extend(m for m in e.messages if m.id not in placed)
     messages = PVec.from_iterable(merged)
     out = evolve(s, messages=messages, base=0, ids=IdHints(messages))
-    adrift: list[tuple[str, str]] = []
-    for mid, reasoning in was_open:
+    adrift: list[_Adrift] = []
+    for mid, reasoning, owner in was_open:
         i = _index_of(out, mid)
         if i is not None and _goes_on_in(out.messages[i], reasoning):
             how = "was restated by a MESSAGES_SNAPSHOT while it streamed"
             out = _reopen_text(out, i, out.messages[i], how)
+            # Still the stream its START opened: the opener's owner stands.
+            texts = out.open_texts
+            out = evolve(out, open_texts=(*texts[:-1], texts[-1]._replace(owner=owner)))
         else:
-            adrift.append(("reasoning" if reasoning else "text", mid))
-    for cid in calls_open:
+            adrift.append(("reasoning" if reasoning else "text", mid, owner))
+    for cid, owner in calls_open:
         if _holder_of(out, cid) is not None:
-            out = _tool_call_start(out, cid, "", None)  # reopens it: arguments as they stand
+            # Reopens it, its arguments as they stand, its opener's owner standing.
+            out = _tool_call_start(out, cid, "", None, None)
+            calls = out.open_calls
+            out = evolve(out, open_calls=(*calls[:-1], calls[-1]._replace(owner=owner)))
         else:
-            adrift.append(("call", cid))
+            adrift.append(("call", cid, owner))
     if not adrift:
         return out
     out = evolve(out, adrift=tuple(adrift))
-    names = [f"{'tool call' if k == 'call' else 'message'} {quote(i)}" for k, i in adrift]
+    names = [f"{'tool call' if k == 'call' else 'message'} {quote(i)}" for k, i, _ in adrift]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     raise StreamWarning(
         f"MESSAGES_SNAPSHOT left no place for {shown} while streaming (dropped, or "
@@ -883,25 +951,25 @@ def _goes_on_in(message: Message, reasoning: bool) -> bool:
 
 def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
     i = _index_of(s, e.message_id)
-    had = s.messages[i].metadata if i is not None else None  # type: ignore[union-attr]
+    had = None if i is None else s.messages[i]
+    if had is not None and not isinstance(had, ActivityMessage):
+        # Replacing it would lose a message of another kind (a user's, or one still
+        # streaming, whose deltas would have nowhere to go).
+        raise StreamViolation(
+            f"ACTIVITY_SNAPSHOT for {e.message_id!r}, which names "
+            f"{_a(had.role)} message, not an activity"
+        )
     msg = ActivityMessage(
         id=e.message_id,
         activity_type=e.activity_type,
         content=e.content,
         # Metadata so far survives a replacing snapshot; attribution is re-minted
         # (AG-UI 1.0, Activity).
-        metadata=_merged(had, e.metadata),
+        metadata=_merged(None if had is None else had.metadata, e.metadata),
         subagent_run_id=e.subagent_run_id,
     )
     if i is None:
         return evolve(s, messages=_appended(s, msg))
-    if not isinstance(s.messages[i], ActivityMessage):
-        # Replacing it would lose a message of another kind (a user's, or one still
-        # streaming, whose deltas would have nowhere to go).
-        raise StreamViolation(
-            f"ACTIVITY_SNAPSHOT for {e.message_id!r}, which names "
-            f"{_a(s.messages[i].role)} message, not an activity"
-        )
     if e.replace is False:
         return s
     return evolve(s, messages=s.messages.set(i, msg))
@@ -917,6 +985,8 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
         )
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)
+    if i >= s.base:  # ownership is tracked within a run (AG-UI 1.0, Subagents)
+        _check_owner(e, current.subagent_run_id, f"activity {e.message_id!r}")
     # The content is typed as a FrozenDict: kept one, so a wide activity costs one C-level
     # copy per delta, not a PMap built from it and copied back every time.
     skipped: list[str] = []
@@ -948,7 +1018,9 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ev.ReasoningMessageEnd: _text_end,
     ev.ReasoningMessageChunk: _reasoning_chunk,
     ev.ToolCallStart: lambda s, e: _call_metadata(
-        _tool_call_start(s, e.tool_call_id, e.tool_call_name, e.parent_message_id),
+        _tool_call_start(
+            s, e.tool_call_id, e.tool_call_name, e.parent_message_id, e.subagent_run_id
+        ),
         e.tool_call_id,
         e.metadata,
     ),

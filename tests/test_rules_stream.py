@@ -1555,6 +1555,19 @@ def test_R_J2_activity_snapshot_replacing_a_streaming_message_is_a_protocol_erro
     assert reads and chat.warnings == ()
 
 
+def test_R_J2_activity_snapshot_naming_a_message_of_an_unknown_role_fails_the_run() -> None:
+    """Found by the stream fuzz: the snapshot read the named message's metadata before
+    checking its kind, and a message of a role AG-UI does not define has none: an
+    AttributeError crashed the driver."""
+    assert (
+        refusal(
+            ev("MESSAGES_SNAPSHOT", messages=[{"id": "m2", "role": "narrator", "content": 1}]),
+            ev("ACTIVITY_SNAPSHOT", messageId="m2", activityType="PLAN", content={"a": None}),
+        )
+        == "ACTIVITY_SNAPSHOT for 'm2', which names a narrator message, not an activity"
+    )
+
+
 # -- R-J1: tolerance ------------------------------------------------------------------------
 
 
@@ -2709,6 +2722,166 @@ def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> Non
             "the delta was skipped",
         )
     )
+
+
+def test_R_J2_a_continuation_tagged_for_another_owner_fails_the_run() -> None:
+    """AG-UI 1.0 (Subagents, Ownership): a consumer MUST reject a CONTENT, END or ARGS
+    whose subagentRunId disagrees with the START that opened its item (it was appended
+    to the other producer's message). Absent means the parent agent."""
+    s1 = {"subagentRunId": "s1"}
+    s2 = {"subagentRunId": "s2"}
+    cases = [
+        (
+            [ev("TEXT_MESSAGE_START", messageId="m1", **s1)],
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x", **s2),
+            "a TEXT_MESSAGE_CONTENT of subagent 's2' continuing message 'm1', which "
+            "subagent 's1' opened",
+        ),
+        (
+            [ev("TEXT_MESSAGE_START", messageId="m1")],
+            ev("TEXT_MESSAGE_END", messageId="m1", **s2),
+            "a TEXT_MESSAGE_END of subagent 's2' continuing message 'm1', which the "
+            "parent agent opened",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_START", messageId="m0", **s1),
+                ev("REASONING_MESSAGE_START", messageId="r1", **s1),
+            ],
+            ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="x", **s2),
+            "a REASONING_MESSAGE_CONTENT of subagent 's2' continuing message 'r1', which "
+            "subagent 's1' opened",
+        ),
+        (
+            [ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup", **s1)],
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", **s2),
+            "a TOOL_CALL_ARGS of subagent 's2' continuing tool call 'c1', which subagent "
+            "'s1' opened",
+        ),
+        (
+            [ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup", **s1)],
+            ev("TOOL_CALL_END", toolCallId="c1"),  # untagged: accepted...
+            None,
+        ),
+        (
+            [ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup")],
+            ev("TOOL_CALL_END", toolCallId="c1", **s1),
+            "a TOOL_CALL_END of subagent 's1' continuing tool call 'c1', which the "
+            "parent agent opened",
+        ),
+        (
+            [ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, **s1)],
+            ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], **s2),
+            "a ACTIVITY_DELTA of subagent 's2' continuing activity 'a1', which subagent "
+            "'s1' opened",
+        ),
+    ]
+    for opening, continuation, expected in cases:
+        if expected is None:
+            assert streamed(*opening, continuation)[-1].role == "assistant"
+        else:
+            assert refusal(*opening, continuation) == expected, continuation
+
+
+def test_R_J2_untagged_and_agreeing_continuations_are_accepted() -> None:
+    """A producer that tags only the opener is conformant: an untagged continuation
+    continues whatever its opener owns. Two subagents may stream at once."""
+    s1 = {"subagentRunId": "s1"}
+    s2 = {"subagentRunId": "s2"}
+    assert streamed(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="a", **s1),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="b"),
+        ev("TEXT_MESSAGE_START", messageId="m2", **s2),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="c", **s1),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m2", delta="x", **s2),
+        ev("TEXT_MESSAGE_END", messageId="m2", **s2),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup", **s1),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", **s1),
+        ev("TOOL_CALL_END", toolCallId="c1", **s1),
+    ) == [
+        AssistantMessage(id="m1", content="abc", subagent_run_id="s1"),
+        AssistantMessage(id="m2", content="x", subagent_run_id="s2"),
+        AssistantMessage(id="c1", tool_calls=(call("c1", "lookup", "{}"),), subagent_run_id="s1"),
+    ]
+
+
+def test_R_J2_a_tool_call_belongs_to_the_owner_of_its_message() -> None:
+    """AG-UI 1.0 (Subagents): a tool call inherits the attribution of the message that
+    holds it. An untagged start inherits the owner (its tagged ARGS are accepted); a
+    holder made for a tagged call without a parent is attributed to that owner (it
+    was attributed to the parent agent); a start tagged for another owner than its
+    parent message's is refused."""
+    s1 = {"subagentRunId": "s1"}
+    assert streamed(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Looking"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup", parentMessageId="m1"),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", **s1),
+        ev("TOOL_CALL_END", toolCallId="c1", **s1),
+        ev("TOOL_CALL_START", toolCallId="c2", toolCallName="lookup", **s1),
+        ev("TOOL_CALL_END", toolCallId="c2"),
+    ) == [
+        AssistantMessage(
+            id="m1",
+            content="Looking",
+            tool_calls=(call("c1", "lookup", "{}"),),
+            subagent_run_id="s1",
+        ),
+        AssistantMessage(id="c2", tool_calls=(call("c2", "lookup", ""),), subagent_run_id="s1"),
+    ]
+    assert refusal(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Looking"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev(
+            "TOOL_CALL_START",
+            toolCallId="c1",
+            toolCallName="lookup",
+            parentMessageId="m1",
+            subagentRunId="s2",
+        ),
+    ) == (
+        "tool call 'c1' of subagent 's2' in message 'm1', which subagent 's1' streamed: "
+        "a call belongs to its message's owner"
+    )
+
+
+def test_R_J2_the_owner_of_a_reopened_or_restated_stream_is_its_opener() -> None:
+    """Ownership tracking resets across runs: a START reopening an earlier run's
+    message of subagent 's1' under 's2' makes 's2' its owner for this run. A snapshot
+    restating a streaming message does not change who opened the stream; nor does a
+    snapshot setting it adrift."""
+    earlier = AssistantMessage(id="m0", content="old ", subagent_run_id="s1")
+    driver, chat = chat_with(
+        succeed(
+            ev("TEXT_MESSAGE_START", messageId="m0", subagentRunId="s2"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m0", delta="new", subagentRunId="s2"),
+            ev("TEXT_MESSAGE_END", messageId="m0", subagentRunId="s2"),
+        ),
+        messages=[earlier],
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[0] == AssistantMessage(id="m0", content="old new", subagent_run_id="s1")
+
+    restated = [{"id": "m1", "role": "assistant", "content": "A", "subagentRunId": "s2"}]
+    assert refusal(
+        ev("TEXT_MESSAGE_START", messageId="m1", subagentRunId="s1"),
+        ev("MESSAGES_SNAPSHOT", messages=restated),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x", subagentRunId="s2"),
+    ) == (
+        "a TEXT_MESSAGE_CONTENT of subagent 's2' continuing message 'm1', which "
+        "subagent 's1' opened"
+    )
+    assert refusal(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="lookup", subagentRunId="s1"),
+        ev("MESSAGES_SNAPSHOT", messages=[{"id": "u1", "role": "user", "content": "Go"}]),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", subagentRunId="s2"),
+    ) == ("a TOOL_CALL_ARGS of subagent 's2' continuing tool call 'c1', which subagent 's1' opened")
 
 
 def test_R_J2_a_message_reopened_in_its_run_by_another_owner_fails_the_run() -> None:
