@@ -174,11 +174,17 @@ def recorder(calls: list[Any], answer: Any) -> Callable[[Any], Any]:
 
 def streamed(*events: Any) -> list[Message]:
     """The messages one clean run of ``events`` adds after the user's (it must succeed)."""
-    driver, chat = chat_with(succeed(*events))
+    return list(settled(*events).messages)[len(HISTORY) + 1 :]
+
+
+def settled(*events: Any, **setup: Any) -> Resource:
+    """The chat after one clean run of ``events`` (it must succeed); ``setup`` goes to
+    :func:`chat_with`."""
+    driver, chat = chat_with(succeed(*events), **setup)
     start(chat, driver)
     driver.run_until_idle()
     assert_idle_ok(chat)
-    return list(chat.messages)[len(HISTORY) + 1 :]
+    return chat
 
 
 def assert_idle_ok(chat: Resource) -> None:
@@ -2855,17 +2861,12 @@ def test_R_J2_the_owner_of_a_reopened_or_restated_stream_is_its_opener() -> None
     restating a streaming message does not change who opened the stream; nor does a
     snapshot setting it adrift."""
     earlier = AssistantMessage(id="m0", content="old ", subagent_run_id="s1")
-    driver, chat = chat_with(
-        succeed(
-            ev("TEXT_MESSAGE_START", messageId="m0", subagentRunId="s2"),
-            ev("TEXT_MESSAGE_CONTENT", messageId="m0", delta="new", subagentRunId="s2"),
-            ev("TEXT_MESSAGE_END", messageId="m0", subagentRunId="s2"),
-        ),
+    chat = settled(
+        ev("TEXT_MESSAGE_START", messageId="m0", subagentRunId="s2"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m0", delta="new", subagentRunId="s2"),
+        ev("TEXT_MESSAGE_END", messageId="m0", subagentRunId="s2"),
         messages=[earlier],
     )
-    start(chat, driver)
-    driver.run_until_idle()
-    assert_idle_ok(chat)
     assert chat.messages[0] == AssistantMessage(id="m0", content="old new", subagent_run_id="s1")
 
     restated = [{"id": "m1", "role": "assistant", "content": "A", "subagentRunId": "s2"}]
@@ -2995,18 +2996,13 @@ def test_R_J2_a_snapshot_restating_a_streaming_message_as_one_it_cannot_continue
         [{"id": "m1", "role": "tool", "content": "42", "toolCallId": "c0"}],
     ]
     for messages in restated:
-        driver, chat = chat_with(
-            succeed(
-                ev("TEXT_MESSAGE_START", messageId="m1"),
-                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
-                ev("MESSAGES_SNAPSHOT", messages=messages),
-                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="y"),
-                ev("TEXT_MESSAGE_END", messageId="m1"),
-            )
+        chat = settled(
+            ev("TEXT_MESSAGE_START", messageId="m1"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
+            ev("MESSAGES_SNAPSHOT", messages=messages),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="y"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
         )
-        start(chat, driver)
-        driver.run_until_idle()
-        assert_idle_ok(chat)
         assert list(chat.messages) == [decode_message(messages[0])]
         assert chat.warnings == (ADRIFT_NOTE.format("message 'm1'"),)
 
@@ -3031,20 +3027,15 @@ def test_R_J2_a_later_snapshot_restating_an_adrift_message_gives_it_back_its_pla
     append to the snapshot's text again."""
     only_user = [{"id": "u1", "role": "user", "content": "Go"}]
     both = [*only_user, {"id": "m1", "role": "assistant", "content": "A"}]
-    driver, chat = chat_with(
-        succeed(
-            ev("TEXT_MESSAGE_START", messageId="m1"),
-            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="a"),
-            ev("MESSAGES_SNAPSHOT", messages=only_user),
-            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lost"),
-            ev("MESSAGES_SNAPSHOT", messages=both),
-            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="b"),
-            ev("TEXT_MESSAGE_END", messageId="m1"),
-        )
+    chat = settled(
+        ev("TEXT_MESSAGE_START", messageId="m1"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="a"),
+        ev("MESSAGES_SNAPSHOT", messages=only_user),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lost"),
+        ev("MESSAGES_SNAPSHOT", messages=both),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="b"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
     )
-    start(chat, driver)
-    driver.run_until_idle()
-    assert_idle_ok(chat)
     assert list(chat.messages) == [user(), AssistantMessage(id="m1", content="Ab")]
     assert chat.warnings == (ADRIFT_NOTE.format("message 'm1'"),)
 
