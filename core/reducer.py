@@ -831,7 +831,10 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
     except StreamWarning as exc:
         if exc.applied is not None:
             s = with_draft(s, exc.applied)
-        return Transition(evolve(s, warnings=_noted(s.warnings, str(exc))))
+        note = err.clip(str(exc))
+        if exc.once and note in s.warnings:
+            return Transition(s)
+        return Transition(evolve(s, warnings=_noted(s.warnings, note)))
     return _no_commands((with_draft(s, new_stream), ()))
 
 

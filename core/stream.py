@@ -42,6 +42,7 @@ from .wire.messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    UnknownMessage,
     UserMessage,
 )
 
@@ -69,9 +70,12 @@ class StreamWarning(Exception):
     """An event the draft cannot take and AG-UI says to drop with a warning, not fail on;
     or, with ``applied``, one it took in part (the draft as it stands after it)."""
 
-    def __init__(self, note: str, applied: Stream | None = None) -> None:
+    def __init__(self, note: str, applied: Stream | None = None, *, once: bool = False) -> None:
         super().__init__(note)
         self.applied = applied
+        self.once = once
+        """Not noted again while the same note stands among the warnings: for what a
+        producer may send many times over."""
 
 
 # -- text and reasoning messages -------------------------------------------------
@@ -926,15 +930,39 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
             out = evolve(out, open_calls=(*calls[:-1], calls[-1]._replace(owner=owner)))
         else:
             adrift.append(("call", cid, owner))
-    if not adrift:
-        return out
-    out = evolve(out, adrift=tuple(adrift))
-    names = [f"{'tool call' if k == 'call' else 'message'} {quote(i)}" for k, i, _ in adrift]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    notes = []
+    if adrift:
+        out = evolve(out, adrift=tuple(adrift))
+        names = [f"{'tool call' if k == 'call' else 'message'} {quote(i)}" for k, i, _ in adrift]
+        notes.append(
+            f"MESSAGES_SNAPSHOT left no place for {_listed(names)} while streaming (dropped, "
+            "or restated as a message it cannot continue): open until ended, its content "
+            "dropped"
+        )
+    unknown = [f"{quote(m.id)} ({quote(m.role)})" for m in e.messages if type(m) is UnknownMessage]
+    if unknown:
+        # AG-UI 1.0 (Processing Model): unrecognised material never goes back to the agent.
+        notes.append(
+            f"MESSAGES_SNAPSHOT holds message {_listed(unknown)} of a role AG-UI 1.0 does "
+            "not define: kept in the history, never sent back"
+        )
+    if notes:
+        raise StreamWarning("; ".join(notes), applied=out, once=True)
+    return out
+
+
+def _listed(names: list[str]) -> str:
+    """The first three of ``names``, and how many more."""
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
+
+
+def _unknown_event(s: Stream, e: ev.UnknownEvent) -> Stream:
+    """AG-UI 1.0 (Processing Model): an event of a type this consumer does not know is
+    dropped, with a warning naming the type (not repeated while it stands)."""
     raise StreamWarning(
-        f"MESSAGES_SNAPSHOT left no place for {shown} while streaming (dropped, or "
-        "restated as a message it cannot continue): open until ended, its content dropped",
-        applied=out,
+        f"an event of type {quote(e.type)}, which AG-UI 1.0 does not define, was dropped",
+        once=True,
     )
 
 
@@ -1026,6 +1054,7 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ),
     ev.ToolCallArgs: _tool_call_args_event,
     ev.ToolCallEnd: _tool_call_end_event,
+    ev.UnknownEvent: _unknown_event,
     ev.ToolCallChunk: _tool_call_chunk,
     ev.ToolCallResult: _tool_call_result,
     ev.StateSnapshot: lambda s, e: evolve(s, state=e.snapshot),

@@ -61,9 +61,10 @@ from interlude.core.wire import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    UnknownMessage,
     UserMessage,
 )
-from interlude.core.wire.codec import decode_message
+from interlude.core.wire.codec import decode_message, encode_message
 
 OPTS = Options(retry=RetryPolicy(jitter=0, base_delay=1))
 """Exact back-off: 1 s after the first failed attempt, 2 s after the second; three attempts."""
@@ -1359,6 +1360,33 @@ def test_R_J1_R_J2_activity_snapshots_and_deltas() -> None:
     ]
 
 
+def test_R_J1_a_message_of_an_unknown_role_stays_in_the_history_but_never_goes_back() -> None:
+    """AG-UI 1.0 (Processing Model): a consumer MUST remove unrecognised material from
+    the run input before sending, and SHOULD warn. A MESSAGES_SNAPSHOT's message of a
+    role AG-UI 1.0 does not define shows in the history as an UnknownMessage, with a
+    warning, and is left out of the next request (it was sent back as it came)."""
+    narrator = {"id": "n1", "role": "narrator", "content": "Meanwhile..."}
+    driver, chat = chat_with(
+        succeed(
+            ev("MESSAGES_SNAPSHOT", messages=[encode_message(user()), narrator]),
+            *text("m1", "Done"),
+        ),
+        succeed(),
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert [m.id for m in chat.messages] == ["u1", "n1", "m1"]
+    assert isinstance(chat.messages[1], UnknownMessage)
+    assert chat.warnings == (
+        "MESSAGES_SNAPSHOT holds message 'n1' ('narrator') of a role AG-UI 1.0 does not "
+        "define: kept in the history, never sent back",
+    )
+    chat.send("Next", message_id="u2")
+    driver.run_until_idle()
+    assert [m["id"] for m in driver.requests[-1].json["messages"]] == ["u1", "m1", "u2"]
+
+
 def test_R_J2_activity_messages_stay_in_the_history_but_never_go_back() -> None:
     """AG-UI 1.0 (Run Input): activity messages are the consumer's rendering material;
     a consumer MUST strip them from the messages it sends. They were sent back."""
@@ -1599,7 +1627,11 @@ def test_R_J1_unknown_event_types_and_unknown_fields_are_tolerated() -> None:
     assert_idle_ok(chat)
     assert list(chat.messages) == [*HISTORY, user(), AssistantMessage(id="m1", content="Hi")]
     assert thaw(chat.state) == {"k": 1}
-    assert chat.warnings == ()
+    # AG-UI 1.0 (Processing Model): dropped with a warning naming the type, given once
+    # while it stands among the warnings, however often the type comes.
+    assert chat.warnings == (
+        "an event of type 'FUTURE_THING', which AG-UI 1.0 does not define, was dropped",
+    )
     assert len(driver.requests) == 1
 
 

@@ -343,6 +343,18 @@ def test_unknown_role_round_trips() -> None:
     assert isinstance(snap, MessagesSnapshot) and snap.messages == (m,)
 
 
+def test_unknown_roles_and_activities_stay_out_of_the_request() -> None:
+    """AG-UI 1.0: activity messages (Run Input) and unrecognised material (Processing
+    Model) are removed from the run input; the rest keep their order."""
+    unknown = decode_message({"role": "critic", "id": "x1", "score": 1})
+    activity = decode_message(
+        {"role": "activity", "id": "a1", "activityType": "PLAN", "content": {}}
+    )
+    hello = UserMessage(id="u1", content="hi")
+    inp = RunAgentInput(thread_id="t", run_id="r", messages=(unknown, hello, activity, hello))
+    assert [m["id"] for m in encode_run_input(inp)["messages"]] == ["u1", "u1"]
+
+
 @pytest.mark.parametrize(
     ("messages", "where"),
     [

@@ -840,17 +840,24 @@ def encode_message(m: Message) -> dict[str, Any]:
     return {"role": m.role, **_UNSTRUCTURE[type(m)](m)}
 
 
+_NOT_SENT = (ActivityMessage, UnknownMessage)
+"""Messages kept in the history but never sent back (see :func:`encode_run_input`)."""
+
+
 def encode_run_input(inp: RunAgentInput) -> dict[str, Any]:
     """The request body: camelCase, absent optionals left out, ``state`` always
     present, and each resume entry with ``payload`` only when given (``None``
     is given, and written as ``null``) and ``metadata`` only when given (R-B6).
 
     Activity messages stay out of ``messages``: AG-UI 1.0 (Run Input) has a consumer
-    strip them, as the consumer's rendering material, not conversation.
+    strip them, as the consumer's rendering material, not conversation. So do messages
+    of a role AG-UI 1.0 does not define (:class:`UnknownMessage`): AG-UI 1.0
+    (Processing Model) has a consumer remove unrecognised material before sending.
     """
     out = _UNSTRUCTURE[RunAgentInput](inp)
-    if any(type(m) is ActivityMessage for m in inp.messages):
-        out["messages"] = [m for m in out["messages"] if m.get("role") != "activity"]
+    if any(type(m) in _NOT_SENT for m in inp.messages):
+        kept = zip(inp.messages, out["messages"], strict=True)
+        out["messages"] = [wire for m, wire in kept if type(m) not in _NOT_SENT]
     if out.get("protocolVersion", "") is None:
         del out["protocolVersion"]
     return out

@@ -8,8 +8,10 @@ came. JSON-valued fields hold frozen JSON (:mod:`interlude.core.json`), so
 a message can be shared between states without copying.
 
 A message whose role AG-UI 1.0 does not define is kept whole as
-:class:`UnknownMessage`, so a ``MESSAGES_SNAPSHOT`` from a newer agent still
-round-trips into the next request.
+:class:`UnknownMessage`: a ``MESSAGES_SNAPSHOT`` from a newer agent still shows
+it to the application, which can tell it apart. It never goes back to the agent
+(AG-UI 1.0, Processing Model: a consumer removes unrecognised material before
+sending), though :func:`~.codec.encode_message` writes it as it came.
 """
 
 from __future__ import annotations
