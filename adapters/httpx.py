@@ -256,6 +256,24 @@ class HttpxTransport:
                 f"the request to {self._where} failed before a response arrived: {_why(exc)}",
                 retryable=True,
             ) from exc
+        except httpx.HTTPStatusError as exc:
+            # A response hook of the application's client raised for the status (httpx's
+            # raise_for_status idiom): the status decides, as for any answer. The hook's
+            # client closed the body unread; its message quotes the URL, query and all.
+            response = exc.response
+            raise TransportError.from_status(
+                response.status_code,
+                "",
+                retry_after=retry_after(response.headers.get("Retry-After"), time.time()),
+                endpoint=self._where,
+                location=_location(response),
+            ) from None
+        except httpx.TooManyRedirects:
+            raise TransportError(
+                f"{self._where} redirected the request too many times (the client passed "
+                "in follows redirects): use the URL it ends at",
+                retryable=False,
+            ) from None
 
     def _inflated(self, inflater: Inflater, chunk: bytes) -> Iterator[bytes]:
         try:

@@ -457,6 +457,61 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
     trio.run(main)
 
 
+@pytest.mark.parametrize(("status", "retryable"), [(400, False), (503, True)])
+def test_a_status_a_response_hook_raises_for_is_classified_by_its_status(
+    status: int, retryable: bool
+) -> None:
+    """An application's client whose response hook calls raise_for_status (an httpx
+    idiom, and a reason to pass a client in) made every status a retryable failure
+    quoting the URL, query and token included, without its status."""
+
+    async def handler(request: Request, send: Send) -> None:
+        await start(send, status, b"application/json")
+        await body(send, b'{"error": "nope"}', more=False)
+
+    async def raise_for_status(response: httpx.Response) -> None:
+        response.raise_for_status()
+
+    async def main() -> None:
+        async with (
+            hypercorn_server(handler) as url,
+            httpx.AsyncClient(event_hooks={"response": [raise_for_status]}) as client,
+            HttpxTransport(url + "?api_key=SECRET", client=client) as transport,
+        ):
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        error = caught.value
+        assert (error.status, error.retryable) == (status, retryable)
+        assert error.message == f"the endpoint {url} answered HTTP {status}"
+        assert "SECRET" not in repr(error)
+
+    trio.run(main)
+
+
+def test_a_redirect_loop_an_injected_client_follows_is_not_retried() -> None:
+    async def handler(request: Request, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": 307, "headers": [(b"location", b"/again")]}
+        )
+        await body(send, b"", more=False)
+
+    async def main() -> None:
+        async with (
+            hypercorn_server(handler) as url,
+            httpx.AsyncClient(follow_redirects=True, max_redirects=3) as client,
+            HttpxTransport(url, client=client) as transport,
+        ):
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        assert caught.value.retryable is False
+        assert caught.value.message == (
+            f"{url} redirected the request too many times (the client passed in follows "
+            "redirects): use the URL it ends at"
+        )
+
+    trio.run(main)
+
+
 @pytest.mark.parametrize(
     ("header", "seconds"),
     [
