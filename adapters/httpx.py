@@ -419,7 +419,7 @@ def retry_after(value: str | None, now: float) -> float | None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.UTC)  # asctime's form has no zone: HTTP dates are GMT
-    return max(0.0, when.timestamp() - now)
+    return min(max(0.0, when.timestamp() - now), float(_LONGEST_WAIT))
 
 
 def endpoint_url(url: object) -> httpx.URL:

@@ -531,6 +531,7 @@ def test_a_redirect_loop_an_injected_client_follows_is_not_retried() -> None:
         ("Tuesday, 01-Dec-26 00:00:30 GMT", 30.0),  # RFC 850's form
         ("9" * 5000, 2.0**31),  # past int()'s 4,300-digit limit: still no ValueError
         ("Tue, 01 Dec 99999999999 00:00:00 GMT", None),  # a year past datetime's range
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 2.0**31),  # a far date waits as long as a big number
     ],
 )
 def test_retry_after_reads_seconds_and_http_dates(
