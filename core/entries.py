@@ -12,7 +12,7 @@ from typing import Any
 from .errors import ResumeProblem, a_type, quote
 from .json import FrozenDict, NotJSONError, as_object, freeze
 from .state import Batch
-from .wire.run_input import ABSENT, ResumeEntry
+from .wire.run_input import ABSENT, ResumeEntry, ResumeStatus
 
 __all__ = ["check_entries"]
 
@@ -80,38 +80,44 @@ def check_entries(
             continue
 
         checked = _entry(iid, pos, fields)
-        if isinstance(checked, ResumeProblem):
-            problems.append(checked)
+        if isinstance(checked, list):
+            problems += checked
         else:
             entries.append(checked)
     problems += (ResumeProblem(f"no entry for {quote(m)}", m) for m in wanted if m not in seen)
     return tuple(entries), tuple(problems)
 
 
-def _entry(iid: str, pos: int, fields: dict[str, Any]) -> ResumeEntry | ResumeProblem:
-    """The entry for interrupt ``iid`` of the batch, frozen, or what is wrong with it."""
+def _entry(iid: str, pos: int, fields: dict[str, Any]) -> ResumeEntry | list[ResumeProblem]:
+    """The entry for interrupt ``iid`` of the batch, frozen, or everything wrong with it
+    (status, payload and metadata are checked each on its own)."""
+    problems: list[ResumeProblem] = []
 
-    def problem(message: str) -> ResumeProblem:
-        return ResumeProblem(f"entry for {quote(iid)} {message}", iid, pos)
+    def problem(message: str) -> None:
+        problems.append(ResumeProblem(f"entry for {quote(iid)} {message}", iid, pos))
 
     status = fields.get("status")
     if status not in ("resolved", "cancelled"):
-        return problem("has a status other than 'resolved' or 'cancelled'")
+        problem("has a status other than 'resolved' or 'cancelled'")
     payload: Any = ABSENT
     if "payload" in fields:
         if status == "cancelled":
-            return problem("is cancelled and must not carry a payload")
-        try:
-            payload = freeze(fields["payload"])
-        except NotJSONError as exc:
-            return problem(f"has a payload that is not JSON ({exc.reason})")
+            problem("is cancelled and must not carry a payload")
+        else:
+            try:
+                payload = freeze(fields["payload"])
+            except NotJSONError as exc:
+                problem(f"has a payload that is not JSON ({exc.reason})")
     metadata: FrozenDict | None = None
     if fields.get("metadata") is not None:
         try:
-            frozen = freeze(fields["metadata"])
+            metadata = as_object(freeze(fields["metadata"]))
         except NotJSONError as exc:
-            return problem(f"has metadata that is not JSON ({exc.reason})")
-        metadata = as_object(frozen)
-        if metadata is None:
-            return problem("has metadata that is not a JSON object")
-    return ResumeEntry(interrupt_id=iid, status=status, payload=payload, metadata=metadata)
+            problem(f"has metadata that is not JSON ({exc.reason})")
+        else:
+            if metadata is None:
+                problem("has metadata that is not a JSON object")
+    if problems:
+        return problems
+    known: ResumeStatus = "resolved" if status == "resolved" else "cancelled"
+    return ResumeEntry(interrupt_id=iid, status=known, payload=payload, metadata=metadata)

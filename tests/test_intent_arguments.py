@@ -274,3 +274,26 @@ def test_resume_problems_are_placed_at_their_interrupts_for_a_form() -> None:
     assert error.problems == tuple(p.message for p in error.details)
     assert error.for_interrupt("c") == ("no entry for 'c'",)
     assert error.for_interrupt("a") == (error.problems[0],)
+
+
+def test_every_problem_of_an_entry_is_reported_not_the_first_alone() -> None:
+    """R-B2: a form shows the user everything to fix at once: an entry's status, payload
+    and metadata are each checked (only the first problem was reported)."""
+    _, chat, batch = paused_chat(ask("a"), ask("b"))
+    entries = [
+        {"interrupt_id": "a", "status": "maybe", "payload": {1, 2}, "metadata": [1]},
+        {"interrupt_id": "b", "status": "cancelled", "payload": 1, "metadata": "m"},
+    ]
+    before = chat.core_state
+    with pytest.raises(InvalidResumeError) as caught:
+        chat.resume(batch.id, entries)
+    assert chat.core_state is before
+    assert caught.value.for_interrupt("a") == (
+        "entry for 'a' has a status other than 'resolved' or 'cancelled'",
+        "entry for 'a' has a payload that is not JSON (a set has no JSON form)",
+        "entry for 'a' has metadata that is not a JSON object",
+    )
+    assert caught.value.for_interrupt("b") == (
+        "entry for 'b' is cancelled and must not carry a payload",
+        "entry for 'b' has metadata that is not a JSON object",
+    )
