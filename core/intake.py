@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import UsageError, quote
 from .json import JSON, NotJSONError, freeze
-from .wire.codec import WireError, decode_message, encode_json, encode_message
+from .wire.codec import WireError, content_parts, decode_message, encode_json, encode_message
 from .wire.messages import MESSAGE_TYPES, Content, Message, UserMessage
 
 __all__ = [
@@ -69,7 +69,12 @@ def user_content(content: object, verb: str) -> Content:
             )
     parts = json_value(list(content), verb)
     assert isinstance(parts, tuple)
-    return parts
+    try:
+        # Your own parts are held to AG-UI 1.0 exactly: what it does not define is
+        # refused here, where a network's would be left out (it cannot be sent).
+        return content_parts(parts, strict=True)
+    except WireError as exc:
+        raise UsageError(f"{verb}: {exc}") from None
 
 
 def messages(items: object, verb: str) -> tuple[Message, ...]:

@@ -138,13 +138,55 @@ def test_a_resource_built_from_arguments_of_the_wrong_kind_is_refused_at_once(ca
         make(driver)
 
 
+@pytest.mark.parametrize(
+    ("part", "says"),
+    [
+        (
+            {"type": "binary", "mimeType": "image/png", "url": "u"},
+            "content part 1 at type: AG-UI 1.0 defines no content part of type 'binary' "
+            "('text', 'image', 'audio', 'video', 'document')",
+        ),
+        ({"type": "text", "text": 5}, "content part 1 at text: expected a string, got the number"),
+        (
+            {"type": "text", "text": "x", "mime": "a"},
+            "content part 1 at mime: AG-UI 1.0 defines no such member of a text content part",
+        ),
+        ({"type": "image"}, "content part 1: an image content part needs 'source'"),
+        (
+            {"type": "image", "source": {"type": "url"}},
+            "content part 1 at source: a url source needs 'value'",
+        ),
+        (
+            {"type": "audio", "source": {"type": "s3", "value": "x"}},
+            "content part 1 at source.type: AG-UI 1.0 defines no source of type 's3' "
+            "('data', 'url', 'file')",
+        ),
+        (
+            {"type": "document", "source": {"type": "data", "value": "aGk="}},
+            "content part 1 at source: a data source needs 'mimeType'",
+        ),
+    ],
+)
+def test_content_parts_are_held_to_ag_ui_1_0(part: dict[str, Any], says: str) -> None:
+    """AG-UI 1.0 (Schema: ContentPart) closes each part and source: an application's
+    own parts are refused at the call for what a request could not carry (a pre-1.0
+    'binary' part went out as given)."""
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat()
+    before = chat.core_state
+    with pytest.raises(UsageError) as caught:
+        chat.send([{"type": "text", "text": "look"}, part])
+    assert str(caught.value).startswith(f"send(): {says}")
+    assert chat.core_state is before
+
+
 def test_send_takes_a_user_message_and_keeps_its_id() -> None:
     """SPEC: send takes a text or a user message; content parts are frozen, as sent."""
     driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
     chat = driver.chat()
     parts = [
         {"type": "text", "text": "look"},
-        {"type": "binary", "mimeType": "image/png", "url": "u"},
+        {"type": "image", "source": {"type": "url", "value": "u", "mimeType": "image/png"}},
     ]
     chat.send(UserMessage(id="u1", content=tuple(parts), name="ann"))  # type: ignore[arg-type]
     driver.run_until_idle()

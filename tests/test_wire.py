@@ -34,6 +34,7 @@ from interlude.core.wire import (
     TextMessageContent,
     Tool,
     ToolCall,
+    ToolMessage,
     UnknownEvent,
     UnknownMessage,
     UnknownOutcome,
@@ -341,6 +342,57 @@ def test_unknown_role_round_trips() -> None:
     assert json.loads(dumps(encode_message(m))) == raw
     snap = decode_event({"type": "MESSAGES_SNAPSHOT", "messages": [raw]})
     assert isinstance(snap, MessagesSnapshot) and snap.messages == (m,)
+
+
+def test_content_parts_read_as_ag_ui_1_0_defines_them() -> None:
+    """AG-UI 1.0 (Schema: ContentPart; Processing Model): a member a part or source does
+    not define is stripped; a part of an unknown type is dropped from the list, and so
+    is a media part whose source is of an unknown type; null stands for absent."""
+    raw = {
+        "id": "u",
+        "role": "user",
+        "content": [
+            {"type": "binary", "mimeType": "image/png", "url": "u"},
+            {"type": "text", "text": "look", "id": None, "score": 1},
+            {"type": "image", "source": {"type": "s3", "value": "k"}},
+            {"type": "video", "source": {"type": "url", "value": "v", "etag": "x"}},
+            {"type": "document", "source": {"type": "file", "value": "f", "provider": "openai"}},
+        ],
+    }
+    m = decode_message(raw)
+    assert isinstance(m, UserMessage)
+    assert m.content == (
+        {"type": "text", "text": "look"},
+        {"type": "video", "source": {"type": "url", "value": "v"}},
+        {"type": "document", "source": {"type": "file", "value": "f", "provider": "openai"}},
+    )
+    tool = decode_message(
+        {"id": "t", "role": "tool", "toolCallId": "c", "content": [{"type": "text", "text": "42"}]}
+    )
+    assert isinstance(tool, ToolMessage) and tool.content == ({"type": "text", "text": "42"},)
+
+
+@pytest.mark.parametrize(
+    ("part", "where"),
+    [
+        ({"type": "text"}, r"content\[0\]: a text content part needs 'text'"),
+        ({"type": "text", "text": ["a"]}, r"content\[0\]\.text: expected a string"),
+        ({"type": 3}, r"content\[0\]\.type: expected a string"),
+        ({"type": "image", "source": "u"}, r"content\[0\]\.source: expected a source"),
+        (
+            {"type": "audio", "source": {"type": "data", "value": "x"}},
+            r"content\[0\]\.source: a data source needs 'mimeType'",
+        ),
+        (
+            {"type": "image", "source": {"type": "url", "value": "v", "mimeType": 1}},
+            r"content\[0\]\.source\.mimeType: expected a string",
+        ),
+    ],
+)
+def test_a_malformed_content_part_is_a_wire_error(part: dict[str, Any], where: str) -> None:
+    """A defined member with a wrong value is malformed: fatal, not repaired (AG-UI 1.0)."""
+    with pytest.raises(WireError, match=where):
+        decode_message({"id": "u", "role": "user", "content": [part]})
 
 
 def test_unknown_roles_and_activities_stay_out_of_the_request() -> None:

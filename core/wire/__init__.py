@@ -6,7 +6,9 @@ camelCase wire form (:func:`decode_frame`, :func:`encode_run_input`, ...).
 
 from .codec import (
     MAX_DEPTH,
+    PART_FIELDS,
     WireError,
+    content_parts,
     decode_event,
     decode_frame,
     decode_message,
@@ -90,6 +92,7 @@ __all__ = [
     "EVENT_TYPES",
     "MAX_DEPTH",
     "MESSAGE_TYPES",
+    "PART_FIELDS",
     "Absent",
     "ActivityDelta",
     "ActivityMessage",
@@ -148,6 +151,7 @@ __all__ = [
     "UnknownOutcome",
     "UserMessage",
     "WireError",
+    "content_parts",
     "decode_event",
     "decode_frame",
     "decode_message",

@@ -51,7 +51,9 @@ from .run_input import Absent, Context, Interrupt, ResumeEntry, RunAgentInput, T
 
 __all__ = [
     "MAX_DEPTH",
+    "PART_FIELDS",
     "WireError",
+    "content_parts",
     "converter",
     "decode_event",
     "decode_frame",
@@ -306,12 +308,106 @@ def _content(key: str) -> _Hook:
             raise _Bad(f"expected a string or an array of content parts, got {_describe(v)}", key)
         out = []
         for i, item in enumerate(v):
-            if type(item) is not dict:
-                raise _Bad(f"expected a content part (an object), got {_describe(item)}", key, i)
-            out.append(_freeze_obj(item))
+            try:
+                part = _part(item, strict=False)
+            except _Bad as exc:
+                raise exc.under(key, i) from None
+            if part is not None:
+                out.append(_freeze_obj(part))
         return tuple(out)
 
     return hook
+
+
+# -- content parts -------------------------------------------------------------------
+#
+# AG-UI 1.0 (Schema: ContentPart, PartSource) closes each part and source and
+# discriminates them by type. Read (Processing Model): a member it does not define
+# is stripped; a part of a type it does not define is dropped from its list, and so
+# is a media part whose source is of such a type (a required position: the value
+# holding it goes); a defined member with a wrong value is malformed, and fatal.
+# Parts stay frozen JSON (FrozenDicts), keys as on the wire.
+
+_STR = "a string"
+_SOURCE = "a source"
+_ANY = "any JSON value"
+_MEDIA = {"id": (False, _STR), "source": (True, _SOURCE), "metadata": (False, _ANY)}
+PART_FIELDS: dict[str, dict[str, tuple[bool, str]]] = {
+    "text": {"id": (False, _STR), "text": (True, _STR), "metadata": (False, _ANY)},
+    "image": _MEDIA,
+    "audio": _MEDIA,
+    "video": _MEDIA,
+    "document": _MEDIA,
+}
+"""The content part types of AG-UI 1.0, each with its members: (required, what)."""
+_SOURCE_FIELDS: dict[str, dict[str, tuple[bool, str]]] = {
+    "data": {"value": (True, _STR), "mimeType": (True, _STR)},
+    "url": {"value": (True, _STR), "mimeType": (False, _STR)},
+    "file": {"value": (True, _STR), "provider": (False, _STR), "mimeType": (False, _STR)},
+}
+
+
+def _part(v: Any, *, strict: bool) -> dict[str, Any] | None:
+    """A content part with what AG-UI 1.0 does not define left out (None: all of it);
+    ``strict``: refuse what is not defined instead (an application's own parts)."""
+    return _closed(v, PART_FIELDS, "content part", strict)
+
+
+def _closed(
+    v: Any, shapes: dict[str, dict[str, tuple[bool, str]]], what: str, strict: bool
+) -> dict[str, Any] | None:
+    if not isinstance(v, dict | FrozenDict):
+        raise _Bad(f"expected {_a(what)} (an object), got {_describe(v)}")
+    kind = v.get("type")
+    if type(kind) is not str:
+        raise _Bad(f"expected a string, got {_describe(kind)}", "type")
+    fields = shapes.get(kind)
+    if fields is None:
+        if strict:
+            known = ", ".join(repr(k) for k in shapes)
+            raise _Bad(f"AG-UI 1.0 defines no {what} of type {_short(kind)} ({known})", "type")
+        return None
+    if strict:
+        for k in v:
+            if k != "type" and k not in fields:
+                raise _Bad(f"AG-UI 1.0 defines no such member of {_a(kind)} {what}", k)
+    out: dict[str, Any] = {"type": kind}
+    for name, (required, expected) in fields.items():
+        value = v.get(name)
+        if value is None:  # absent, or null: what a JSON writer of None sends
+            if required:
+                raise _Bad(f"{_a(kind)} {what} needs {name!r}")
+            continue
+        if expected is _STR and type(value) is not str:
+            raise _Bad(f"expected a string, got {_describe(value)}", name)
+        if expected is _SOURCE:
+            try:
+                value = _closed(value, _SOURCE_FIELDS, "source", strict)
+            except _Bad as exc:
+                raise exc.under(name) from None
+            if value is None:
+                return None
+        out[name] = value
+    return out
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"  # "a url": a consonant sound
+
+
+def content_parts(parts: Sequence[object], *, strict: bool = False) -> tuple[FrozenDict, ...]:
+    """``parts`` as AG-UI 1.0 content parts, frozen (see the comment above): what it
+    does not define left out, or with ``strict`` refused; ``WireError`` if malformed."""
+    out = []
+    for i, item in enumerate(parts):
+        try:
+            part = _part(item, strict=strict)
+        except _Bad as exc:
+            at = f" at {_format_path(exc.path)}" if exc.path else ""
+            raise WireError(f"content part {i}{at}: {exc.reason}") from None
+        if part is not None:
+            out.append(_freeze_obj(part))
+    return tuple(out)
 
 
 def _expires_at(key: str) -> _Hook:
