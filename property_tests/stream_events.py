@@ -57,6 +57,19 @@ wire_calls = st.lists(
     ),
     max_size=2,
 )
+parts = st.lists(
+    st.sampled_from(
+        [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "url", "value": "u"}},
+            {"type": "text", "text": "x", "score": 1},  # a member 1.0 does not define
+            {"type": "binary", "url": "u"},  # a pre-1.0 part: dropped
+            {"type": "audio", "source": {"type": "s3", "value": "k"}},  # dropped whole
+            {"type": "text"},  # malformed: fatal
+        ]
+    ),
+    max_size=2,
+)
 wire_messages = st.lists(
     st.one_of(
         st.builds(lambda i: {"id": i, "role": "user", "content": "hi"}, message_ids),
@@ -76,12 +89,13 @@ wire_messages = st.lists(
             message_ids,
         ),
         st.builds(lambda i: {"id": i, "role": "narrator", "content": 1}, message_ids),
-        st.builds(lambda i: {"id": i, "role": "user", "content": [{"type": "text"}]}, message_ids),
+        st.builds(lambda i, p: {"id": i, "role": "user", "content": p}, message_ids, parts),
     ),
     max_size=3,
 )
 """Messages of every role (an unknown one included) with ids that collide with the
-stream's; the assistant's calls may have unreadable arguments."""
+stream's; the assistant's calls may have unreadable arguments, a user's content may
+hold parts AG-UI 1.0 does not define (left out) or malformed ones (fatal)."""
 
 well_formed_events = st.one_of(
     event("TEXT_MESSAGE_START", messageId=message_ids, role=st.sampled_from(ROLES)),
