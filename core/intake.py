@@ -132,10 +132,19 @@ def _canonical(m: Message, where: str) -> Message:
     if type(mid) is not str or not mid:
         raise UsageError(f"{where} ({m.role} message): its id must be a non-empty string")
     try:
-        return decode_message(json.loads(encode_json(encode_message(m))))
+        canonical = decode_message(json.loads(encode_json(encode_message(m))))
     except (WireError, ValueError, TypeError, RecursionError) as exc:
         why = _why(m, exc)
         raise UsageError(f"{where} ({m.role} message {mid!r}) cannot be sent: {why}") from None
+    content = getattr(m, "content", None)
+    if isinstance(content, tuple) and content != canonical.content:
+        # Parts the codec left out (what AG-UI 1.0 does not define): yours are refused,
+        # as send() refuses them, rather than lost without a word.
+        try:
+            content_parts(content, strict=True)
+        except WireError as exc:
+            raise UsageError(f"{where} ({m.role} message {mid!r}): {exc}") from None
+    return canonical
 
 
 def _why(m: Message, exc: Exception) -> object:

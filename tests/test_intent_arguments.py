@@ -22,7 +22,7 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.resource import Resource
 from interlude.core.errors import InvalidResumeError, ResumeProblem, UsageError
-from interlude.core.wire.messages import UserMessage
+from interlude.core.wire.messages import ToolMessage, UserMessage
 
 CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
     "configure(None)": (lambda r: r.configure(None), "takes an Options"),
@@ -178,6 +178,33 @@ def test_content_parts_are_held_to_ag_ui_1_0(part: dict[str, Any], says: str) ->
         chat.send([{"type": "text", "text": "look"}, part])
     assert str(caught.value).startswith(f"send(): {says}")
     assert chat.core_state is before
+
+
+def test_parts_in_your_own_messages_are_held_to_ag_ui_1_0_too() -> None:
+    """A UserMessage given to send(), or a history given to set_messages(), had parts
+    AG-UI 1.0 does not define left out without a word (a stored pre-1.0 history lost
+    its images silently): they are refused, as send() refuses a list of parts."""
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat()
+    binary = {"type": "binary", "mimeType": "image/png", "url": "u"}
+    with pytest.raises(UsageError) as sent:
+        chat.send(UserMessage(id="u1", content=({"type": "text", "text": "a"}, binary)))  # type: ignore[arg-type]
+    assert str(sent.value) == (
+        "send() (user message 'u1'): content part 1 at type: AG-UI 1.0 defines no content "
+        "part of type 'binary' ('text', 'image', 'audio', 'video', 'document')"
+    )
+    source = {"type": "s3", "value": "k"}
+    result = ToolMessage(id="t1", tool_call_id="c1", content=({"type": "image", "source": source},))  # type: ignore[arg-type]
+    with pytest.raises(UsageError) as restored:
+        chat.set_messages([result])
+    assert str(restored.value) == (
+        "set_messages() item 0 (tool message 't1'): content part 0 at source.type: AG-UI 1.0 "
+        "defines no source of type 's3' ('data', 'url', 'file')"
+    )
+    assert list(chat.messages) == [] and driver.requests == []
+    with_null = {"type": "text", "text": "a", "id": None}  # null stands for absent
+    chat.set_messages([UserMessage(id="u2", content=(with_null,))])  # type: ignore[arg-type]
+    assert chat.messages[0].content == ({"type": "text", "text": "a"},)
 
 
 def test_send_takes_a_user_message_and_keeps_its_id() -> None:
