@@ -456,6 +456,32 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     due = now + min(max(backoff, asked or 0), MAX_WAIT)  # Retry-After is a lower bound
     tx.set(run=evolve(run, attempt=None, retry_timer=timer))
     tx.emit(StartTimer(timer, due, "retry"))
+    _watch_claim_expiry(tx, now)
+
+
+def _watch_claim_expiry(tx: _Tx, now: float) -> None:
+    """A claim waiting out a back-off is released the moment an interrupt that blocks
+    its send expires (R-F3, R-G3). The batch's expiry timer covers its earliest expiry;
+    under ``cancel_expired`` the claim may have cancelled that interrupt, and then the
+    next one its answers resolve needs a timer of its own, or no one would know until
+    the retry's timer."""
+    s = tx.s
+    if s.claim is None or s.batch is None or s.expiry_timer is not None:
+        return
+    cancelled = (
+        {e.interrupt_id for e in s.claim.entries if e.status == "cancelled"}
+        if s.claim.expiry == "cancel_expired"
+        else set()
+    )
+    later = [
+        i.expires_at_epoch
+        for i in s.batch.interrupts
+        if i.expires_at_epoch is not None and now < i.expires_at_epoch and i.id not in cancelled
+    ]
+    if later:
+        timer = tx.serial()
+        tx.set(expiry_timer=timer)
+        tx.emit(StartTimer(timer, min(later), "expiry"))
 
 
 def _gave_up(error: err.InterludeError, why: str) -> err.InterludeError:
@@ -1180,7 +1206,8 @@ def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
 
 
 def _expiry_due(s: State, timer: int, now: float) -> Transition:
-    """The earliest expiry of the batch: observers learn of it at once (R-G3)."""
+    """The earliest expiry of the batch, or the one a held claim waits on: observers
+    learn of it at once (R-G3)."""
     due = s.batch.earliest_expiry if s.batch is not None else None
     if due is not None and now < due:
         # Fired early (a clock step, a coarse timer): wait again, or no one is told.
@@ -1193,6 +1220,8 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
         expired = _held_claim_expired(s, now)
         if expired:
             _expire_claim(tx, expired, tried=True)
+        else:
+            _watch_claim_expiry(tx, now)  # the next expiry that would block it
     return tx.done()
 
 

@@ -394,6 +394,31 @@ def test_R_F3_R_G1_expiry_found_before_a_retry_sends_nothing():
     )
 
 
+def test_R_F3_R_G2_a_claim_in_back_off_is_released_when_an_interrupt_it_resolves_expires():
+    """R-G2's cancel_expired policy, R-G3: the claim cancels 'a' (expired) and resolves
+    'b' (expires at 50 s); its first attempt is refused, the retry is due at 106 s. The
+    batch's timer covered only the earliest expiry ('a'), so the claim stayed held,
+    loading and resuming, until the retry's timer; it is released when 'b' expires."""
+    driver, chat, batch = paused_chat(
+        ask("a", at(5)),
+        ask("b", at(50)),
+        replies=[refuse(503), succeed()],
+        options=Options(
+            expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+        ),
+    )
+    driver.advance(6)
+    chat.resume(batch.id, entries(batch, cancel=["a"]))
+    assert driver.step()  # the first attempt is refused: retry due at 106 s
+    assert chat.is_resuming and len(driver.requests) == 2
+    driver.advance(44)  # 50 s: 'b' expires
+    assert (chat.is_loading, chat.is_resuming) == (False, False)
+    assert chat.pending_interrupts is batch
+    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("b",)
+    driver.run_until_idle()
+    assert len(driver.requests) == 2  # the retry never went out
+
+
 # -- R-H1 -------------------------------------------------------------------------------
 
 
