@@ -798,11 +798,15 @@ def _bad_frame(s: State, attempt_id: int, exc: WireError, now: float) -> Transit
 def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
     tx.emit(AbortAttempt(attempt))
     tx.set(lingering=tx.s.lingering - {attempt})
-    error = err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}")
+    _late_failure(tx, err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}"))
+
+
+def _late_failure(tx: _Tx, error: err.InterludeError) -> None:
+    """What a finished run's stream said afterwards: a failure of the resumed interaction
+    if that has not settled (R-F5: recovery, as for any failure there; only runs of this
+    interaction linger then, the acknowledgement having retired the others), else a
+    recorded error that leaves a published batch as it is (R-J3)."""
     if tx.s.resuming and tx.s.claim is None:
-        # A run of the acknowledged resumed interaction broke the protocol before the
-        # interaction settled: recovery, as for any failure there (R-F5). Only runs of
-        # this interaction linger now: the acknowledgement retired the others.
         _interrupt(tx, error)
     else:
         tx.set(error=error)
@@ -816,7 +820,7 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
         tx = _Tx(s)
         if isinstance(event, ev.RunError):
             # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch.
-            tx.set(error=err.RunError(event.message, event.code))
+            _late_failure(tx, err.RunError(event.message, event.code))
         else:
             _late_violation(tx, attempt_id, f"a {event.TYPE} event")
         return tx.done()

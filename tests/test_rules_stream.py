@@ -2402,6 +2402,30 @@ def test_R_J3_R_F5_a_late_event_inside_a_resumed_interaction_requires_a_new_thre
     assert len(driver.requests) == 2  # no follow-up run for the tool
 
 
+def test_R_J3_R_F5_a_late_run_error_inside_a_resumed_interaction_requires_a_new_thread() -> None:
+    """R-F5: a RUN_ERROR anywhere before the resumed interaction settles puts the resource
+    in recovery. One on the resumed run's stream after its RUN_FINISHED, while its local
+    tool was left to run, was only recorded: the tool ran, the follow-up went out, and
+    the interaction 'settled' with the endpoint's failure beside it."""
+    driver, chat = chat_with(
+        interrupt_then(),
+        lambda req: reply(
+            started(req), *tool_call("c1", "lookup", {}), finished(req), run_error("charge failed")
+        ),
+        local_tools={"lookup": lambda args: "found"},
+        every=succeed(*text("m9", "follow-up")),
+    )
+    start(chat, driver)
+    feed(driver, 5)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
+    driver.run_until_idle()
+    assert chat.error == RunError("charge failed")
+    assert (chat.needs_new_thread, chat.is_resuming, chat.is_loading) == (True, False, False)
+    assert len(driver.requests) == 2  # no follow-up run for the tool
+
+
 def test_R_J3_the_resumes_acknowledgement_closes_the_stream_of_the_run_it_answers() -> None:
     """Late events of the run that published the batch, arriving after the resume was
     acknowledged, concern nothing left: that stream is closed, nothing is recorded."""
