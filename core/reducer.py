@@ -78,6 +78,7 @@ from .stream import (
     close_all,
     end_chunks,
     unclosed,
+    unknown_event_note,
 )
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps, encode_event
@@ -817,6 +818,8 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     if run is None or run.attempt is None or run.attempt.id != attempt_id:
         if attempt_id not in s.lingering:
             return Transition(s)
+        if type(event) is ev.UnknownEvent:
+            return _dropped(s, event)
         tx = _Tx(s)
         if isinstance(event, ev.RunError):
             # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch.
@@ -829,6 +832,8 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
         return _content(s, s.draft, event)
     if not attempt.acked:
         _check_sent(attempt, "an event")
+        if type(event) is ev.UnknownEvent:
+            return _dropped(s, event)
     tx = _Tx(s)
     if isinstance(event, ev.RunError):
         _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)
@@ -861,16 +866,27 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
     except StreamWarning as exc:
         if exc.applied is not None:
             s = with_draft(s, exc.applied)
-        note = err.clip(str(exc))
-        if exc.once and note in s.warnings:
-            return Transition(s)
-        return Transition(evolve(s, warnings=_noted(s.warnings, note)))
+        warnings = _noted(s.warnings, str(exc))
+        return Transition(s if warnings is s.warnings else evolve(s, warnings=warnings))
     return _no_commands((with_draft(s, new_stream), ()))
 
 
+def _dropped(s: State, event: ev.UnknownEvent) -> Transition:
+    """R-J1, AG-UI 1.0 (Processing Model): an event of a type this consumer does not
+    know MUST NOT abort the run, before its RUN_STARTED or after its finish as well as
+    within it: dropped, with a warning naming the type."""
+    warnings = _noted(s.warnings, unknown_event_note(event))
+    return Transition(s if warnings is s.warnings else evolve(s, warnings=warnings))
+
+
 def _noted(warnings: tuple[str, ...], note: str) -> tuple[str, ...]:
-    """``warnings`` with ``note`` added, the oldest dropped past MAX_WARNINGS."""
-    return (*warnings, err.clip(note))[-MAX_WARNINGS:]
+    """``warnings`` with ``note`` last, the oldest dropped past MAX_WARNINGS. A note
+    already there moves to the end rather than repeating: a producer may send the same
+    thing thousands of times, and it must not flush the other notes out."""
+    note = err.clip(note)
+    if warnings and warnings[-1] == note:
+        return warnings
+    return (*(w for w in warnings if w != note), note)[-MAX_WARNINGS:]
 
 
 def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) -> None:

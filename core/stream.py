@@ -53,6 +53,7 @@ __all__ = [
     "StreamViolation",
     "StreamWarning",
     "close_all",
+    "unknown_event_note",
     "with_arguments",
     "with_call",
     "with_text",
@@ -70,12 +71,9 @@ class StreamWarning(Exception):
     """An event the draft cannot take and AG-UI says to drop with a warning, not fail on;
     or, with ``applied``, one it took in part (the draft as it stands after it)."""
 
-    def __init__(self, note: str, applied: Stream | None = None, *, once: bool = False) -> None:
+    def __init__(self, note: str, applied: Stream | None = None) -> None:
         super().__init__(note)
         self.applied = applied
-        self.once = once
-        """Not noted again while the same note stands among the warnings: for what a
-        producer may send many times over."""
 
 
 # -- text and reasoning messages -------------------------------------------------
@@ -947,7 +945,7 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
             "not define: kept in the history, never sent back"
         )
     if notes:
-        raise StreamWarning("; ".join(notes), applied=out, once=True)
+        raise StreamWarning("; ".join(notes), applied=out)
     return out
 
 
@@ -959,11 +957,12 @@ def _listed(names: list[str]) -> str:
 
 def _unknown_event(s: Stream, e: ev.UnknownEvent) -> Stream:
     """AG-UI 1.0 (Processing Model): an event of a type this consumer does not know is
-    dropped, with a warning naming the type (not repeated while it stands)."""
-    raise StreamWarning(
-        f"an event of type {quote(e.type)}, which AG-UI 1.0 does not define, was dropped",
-        once=True,
-    )
+    dropped, with a warning naming the type."""
+    raise StreamWarning(unknown_event_note(e))
+
+
+def unknown_event_note(e: ev.UnknownEvent) -> str:
+    return f"an event of type {quote(e.type)}, which AG-UI 1.0 does not define, was dropped"
 
 
 def _goes_on_in(message: Message, reasoning: bool) -> bool:

@@ -1360,6 +1360,44 @@ def test_R_J1_R_J2_activity_snapshots_and_deltas() -> None:
     ]
 
 
+def test_R_J1_an_unknown_event_type_before_run_started_or_after_the_finish_is_dropped() -> None:
+    """AG-UI 1.0 (Processing Model): an event of a type the consumer does not know MUST
+    NOT abort the run. One before RUN_STARTED failed the attempt as 'the stream began
+    with FUTURE_THING' (retried, then a ProtocolError); one after RUN_FINISHED set
+    'error' as more after the finish."""
+
+    def handler(req: Request) -> Reply:
+        return reply(
+            ev("FUTURE_THING"), started(req), *text("m1", "Hi"), finished(req), ev("LATER_THING")
+        )
+
+    driver, chat = chat_with(handler)
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert len(driver.requests) == 1
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hi")
+    assert chat.warnings == (
+        "an event of type 'FUTURE_THING', which AG-UI 1.0 does not define, was dropped",
+        "an event of type 'LATER_THING', which AG-UI 1.0 does not define, was dropped",
+    )
+
+
+def test_warnings_hold_each_note_once_however_often_it_recurs() -> None:
+    """A producer may send the same thing thousands of times: a recurring note moves to
+    the end instead of repeating, so it cannot flush the other notes out."""
+    nowhere = ev("ACTIVITY_DELTA", messageId="zz", activityType="P", patch=[])
+    chat = settled(
+        ev("FUTURE_THING"),
+        *[e for _ in range(30) for e in (nowhere, ev("FUTURE_THING"))],
+        nowhere,
+    )
+    assert chat.warnings == (
+        "an event of type 'FUTURE_THING', which AG-UI 1.0 does not define, was dropped",
+        "ACTIVITY_DELTA for 'zz', which names no message; the delta was skipped",
+    )
+
+
 def test_R_J1_a_message_of_an_unknown_role_stays_in_the_history_but_never_goes_back() -> None:
     """AG-UI 1.0 (Processing Model): a consumer MUST remove unrecognised material from
     the run input before sending, and SHOULD warn. A MESSAGES_SNAPSHOT's message of a
