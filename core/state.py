@@ -14,6 +14,7 @@ import attrs
 from .errors import InterludeError
 from .json import JSON
 from .options import ExpiryPolicy, Options
+from .pmap import PMap
 from .pvec import PVec, Rope
 from .wire.messages import (
     ActivityMessage,
@@ -202,6 +203,9 @@ class IdHints:
         return f"IdHints({len(self._at)} ids, {len(self._calls)} calls)"
 
 
+_NO_OWNERS = PMap.from_mapping({})
+
+
 @attrs.frozen(slots=False)
 class Stream:
     """What an acknowledged run has streamed: committed only when it finishes (R-A1)."""
@@ -228,6 +232,12 @@ class Stream:
     theirs was open, as ``(kind, id, owner)``, the kind ``"text"``, ``"reasoning"`` or
     ``"call"``: still open (the producer ends them, and must before the finish), but
     what they stream has nowhere to go and is dropped; the snapshot warned."""
+    owners: PMap = attrs.field(factory=lambda: _NO_OWNERS)
+    """The owner (``subagentRunId``, None for the parent agent) of each message this run
+    opened, by id: a ``*_START``'s, an ``ACTIVITY_SNAPSHOT``'s, a call's holder's. AG-UI
+    1.0 (Subagents, Ownership) tracks ownership within a run: a reopening, or a call,
+    under another owner is refused; an earlier run's message, or one a snapshot merely
+    restates, is not in it (across runs tracking resets)."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
     """Positions of the messages and calls, the history's included, by id (see
     :class:`IdHints`): a run may reopen or extend an earlier run's (AG-UI 1.0)."""

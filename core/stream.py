@@ -18,6 +18,7 @@ from typing import Any
 from .errors import quote
 from .json import JSON, FrozenDict, as_object
 from .patch import PatchError, apply_patch
+from .pmap import PMap
 from .pvec import PVec, Rope
 from .state import (
     IdHints,
@@ -109,15 +110,37 @@ def _ashore(s: Stream, entry: _Adrift) -> Stream:
 def _start_text(s: Stream, message: Message) -> Stream:
     if _find_open_text(s, message.id) is not None or _adrift(s, message.id, _TEXT_KINDS):
         raise StreamViolation(f"message {message.id!r} was started twice")
-    if len(s.open_texts) + len(s.adrift) >= MAX_OPEN:
+    if len(s.open_texts) + _drifting(s, _TEXT_KINDS) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} messages open at once")
+    owner = getattr(message, "subagent_run_id", None)
     index = _index_of(s, message.id)
     if index is not None:
-        return _reopen_text(s, index, message)
-    owner = getattr(message, "subagent_run_id", None)
+        prior = s.owners.get(message.id, _UNSEEN)
+        if prior is not _UNSEEN and prior != owner:
+            # AG-UI 1.0 (Subagents, Ownership): within a run a message keeps its owner;
+            # across runs ownership tracking resets, so an earlier run's is not checked.
+            raise StreamViolation(
+                f"message {message.id!r} was started again by {_owner(owner)}, but "
+                f"{_owner(prior)} streamed it in this run"
+            )
+        return _reopen_text(s, index, message, owner)
     reasoning = isinstance(message, ReasoningMessage)
     opened = OpenText(message.id, len(s.messages), Rope(), reasoning, owner)
-    return evolve(s, messages=_appended(s, message), open_texts=(*s.open_texts, opened))
+    return evolve(
+        s,
+        messages=_appended(s, message),
+        open_texts=(*s.open_texts, opened),
+        owners=s.owners.set(message.id, owner),
+    )
+
+
+_UNSEEN = object()
+"""Not in ``Stream.owners``: no event of this run opened it."""
+
+
+def _drifting(s: Stream, kinds: tuple[str, ...]) -> int:
+    """How many items of ``kinds`` are adrift (they count as open)."""
+    return sum(1 for entry in s.adrift if entry[0] in kinds) if s.adrift else 0
 
 
 def _owner(subagent_run_id: str | None) -> str:
@@ -127,7 +150,7 @@ def _owner(subagent_run_id: str | None) -> str:
 def _a(word: str) -> str:
     """``word`` with its article: "an assistant", "a user" (a role: "user" starts with
     a consonant sound)."""
-    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"
+    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
 
 
 def _merged(old: FrozenDict | None, new: FrozenDict | None) -> FrozenDict | None:
@@ -179,25 +202,18 @@ def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) ->
     return evolve(s, messages=s.messages.set(i, changed))
 
 
-def _reopen_text(s: Stream, index: int, message: Message, how: str = "was started again") -> Stream:
+def _reopen_text(
+    s: Stream, index: int, message: Message, owner: str | None, how: str = "was started again"
+) -> Stream:
     """AG-UI 1.0: a closed message is closed, not sealed. A START naming one in the
     history, this run's or an earlier run's, reopens it, its further content appending
     to what is there; its role and name as first established stand (an assistant
-    message that so far only held tool calls takes text too)."""
+    message that so far only held tool calls takes text too). ``owner``: the opener's."""
     had = s.messages[index]
     if type(had) is not type(message):
         raise StreamViolation(
             f"message {message.id!r} was started as {_a(message.role)} message, but the "
             f"history holds it as {_a(had.role)} message"
-        )
-    owner = getattr(message, "subagent_run_id", None)
-    had_owner = getattr(had, "subagent_run_id", None)
-    if index >= s.base and owner != had_owner:
-        # AG-UI 1.0 (Subagents, Ownership): within a run a message keeps its owner;
-        # across runs ownership tracking resets, so an earlier run's is not checked.
-        raise StreamViolation(
-            f"message {message.id!r} {how} by {_owner(owner)}, but {_owner(had_owner)} "
-            "streamed it in this run"
         )
     if had.content is None:
         text = ""
@@ -210,7 +226,8 @@ def _reopen_text(s: Stream, index: int, message: Message, how: str = "was starte
             "not text, so text cannot be appended to it"
         )
     opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage), owner)
-    return evolve(s, open_texts=(*s.open_texts, opened))
+    owners = s.owners if message.id in s.owners else s.owners.set(message.id, owner)
+    return evolve(s, open_texts=(*s.open_texts, opened), owners=owners)
 
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
@@ -264,7 +281,7 @@ def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Strea
     return _message_metadata(_end_text(s, e.message_id), e.message_id, e.metadata)
 
 
-def _check_lane(s: Stream, message_id: str, reasoning: bool, event: object = None) -> None:
+def _check_lane(s: Stream, message_id: str, reasoning: bool, event: Any = None) -> None:
     """A reasoning event must name a reasoning message, a text event a text message:
     AG-UI 1.0 keeps the two apart, and content in the wrong one is silent corruption.
     A continuing ``event`` must agree with the message's opener about its owner.
@@ -277,7 +294,7 @@ def _check_lane(s: Stream, message_id: str, reasoning: bool, event: object = Non
         if entry is None:
             return
         is_reasoning, owner = entry[0] == "reasoning", entry[2]
-    if event is not None:
+    if event is not None and event.subagent_run_id is not None:
         _check_owner(event, owner, f"message {message_id!r}")
     if is_reasoning != reasoning:
         kind, other = ("reasoning", "text") if reasoning else ("text", "reasoning")
@@ -291,7 +308,7 @@ def _check_owner(event: Any, owner: str | None, item: str) -> None:
     tag = event.subagent_run_id
     if tag is not None and tag != owner:
         raise StreamViolation(
-            f"a {event.TYPE} of {_owner(tag)} continuing {item}, which {_owner(owner)} opened"
+            f"{_a(event.TYPE)} of {_owner(tag)} continuing {item}, which {_owner(owner)} opened"
         )
 
 
@@ -606,7 +623,7 @@ def _tool_call_start(
     """A call opened (``tag``: its start's ``subagentRunId``), or reopened by id."""
     if _find_open_call(s, tool_call_id) is not None or _adrift(s, tool_call_id, _CALL_KIND):
         raise StreamViolation(f"tool call {tool_call_id!r} was started twice")
-    if len(s.open_calls) + len(s.adrift) >= MAX_OPEN:
+    if len(s.open_calls) + _drifting(s, _CALL_KIND) >= MAX_OPEN:
         raise StreamViolation(f"more than {MAX_OPEN} tool calls open at once")
     held = _holder_of(s, tool_call_id)
     if held is not None:
@@ -614,7 +631,7 @@ def _tool_call_start(
         holder = s.messages[held]
         assert isinstance(holder, AssistantMessage)
         had = next(c for c in holder.tool_calls or () if c.id == tool_call_id)
-        owner = _call_owner(s, held, holder, tag, tool_call_id)
+        owner = _call_owner(s, holder, tag, tool_call_id)
         reopened = OpenCall(tool_call_id, held, Rope(had.function.arguments), owner)
         return evolve(s, open_calls=(*s.open_calls, reopened))
     call = ToolCall(id=tool_call_id, function=FunctionCall(name=name, arguments=""))
@@ -632,10 +649,12 @@ def _tool_call_start(
         owner = tag
         index = len(messages)
         messages = _appended(s, holder)
+        if mid not in s.owners:
+            s = evolve(s, owners=s.owners.set(mid, tag))
     else:
         parent_message = messages[index]
         assert isinstance(parent_message, AssistantMessage)
-        owner = _call_owner(s, index, parent_message, tag, tool_call_id)
+        owner = _call_owner(s, parent_message, tag, tool_call_id)
         messages = messages.set(
             index,
             evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
@@ -651,15 +670,17 @@ def _tool_call_start(
 
 
 def _call_owner(
-    s: Stream, index: int, holder: AssistantMessage, tag: str | None, tool_call_id: str
+    s: Stream, holder: AssistantMessage, tag: str | None, tool_call_id: str
 ) -> str | None:
     """AG-UI 1.0 (Subagents): a call belongs to the owner of the message holding it. An
-    untagged start inherits that owner; one tagged for another owner than a message of
-    this run is refused (across runs ownership tracking resets)."""
-    held_by = holder.subagent_run_id
+    untagged start inherits that owner; one tagged for another owner than a message
+    this run opened is refused (across runs ownership tracking resets)."""
+    held_by = s.owners.get(holder.id, _UNSEEN)
+    if held_by is _UNSEEN:
+        return tag if tag is not None else holder.subagent_run_id
     if tag is None:
-        return held_by
-    if tag != held_by and index >= s.base:
+        return held_by  # type: ignore[no-any-return]
+    if tag != held_by:
         raise StreamViolation(
             f"tool call {tool_call_id!r} of {_owner(tag)} in message {holder.id!r}, "
             f"which {_owner(held_by)} streamed: a call belongs to its message's owner"
@@ -745,6 +766,8 @@ def _tool_call_end(s: Stream, tool_call_id: str) -> Stream:
 
 
 def _check_call_owner(s: Stream, e: ev.ToolCallArgs | ev.ToolCallEnd) -> None:
+    if e.subagent_run_id is None:
+        return  # an untagged continuation continues whatever its opener owns
     o = _find_open_call(s, e.tool_call_id)
     entry = _adrift(s, e.tool_call_id, _CALL_KIND) if o is None else None
     if o is not None or entry is not None:
@@ -908,16 +931,19 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
             merged.append(m)
     merged.extend(m for m in e.messages if m.id not in placed)
     messages = PVec.from_iterable(merged)
-    out = evolve(s, messages=messages, base=0, ids=IdHints(messages))
+    owners = s.owners
+    if owners:  # the owners of messages the snapshot dropped go with them
+        present = {m.id for m in merged}
+        if any(k not in present for k in owners):
+            owners = PMap.from_items((k, v) for k, v in owners.items() if k in present)
+    out = evolve(s, messages=messages, base=0, ids=IdHints(messages), owners=owners)
     adrift: list[_Adrift] = []
     for mid, reasoning, owner in was_open:
         i = _index_of(out, mid)
         if i is not None and _goes_on_in(out.messages[i], reasoning):
             how = "was restated by a MESSAGES_SNAPSHOT while it streamed"
-            out = _reopen_text(out, i, out.messages[i], how)
             # Still the stream its START opened: the opener's owner stands.
-            texts = out.open_texts
-            out = evolve(out, open_texts=(*texts[:-1], texts[-1]._replace(owner=owner)))
+            out = _reopen_text(out, i, out.messages[i], owner, how)
         else:
             adrift.append(("reasoning" if reasoning else "text", mid, owner))
     for cid, owner in calls_open:
@@ -995,11 +1021,12 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
         metadata=_merged(None if had is None else had.metadata, e.metadata),
         subagent_run_id=e.subagent_run_id,
     )
+    owners = s.owners.set(e.message_id, e.subagent_run_id)  # re-minted by each snapshot
     if i is None:
-        return evolve(s, messages=_appended(s, msg))
+        return evolve(s, messages=_appended(s, msg), owners=owners)
     if e.replace is False:
         return s
-    return evolve(s, messages=s.messages.set(i, msg))
+    return evolve(s, messages=s.messages.set(i, msg), owners=owners)
 
 
 def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
@@ -1012,8 +1039,10 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
         )
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)
-    if i >= s.base:  # ownership is tracked within a run (AG-UI 1.0, Subagents)
-        _check_owner(e, current.subagent_run_id, f"activity {e.message_id!r}")
+    opener = s.owners.get(e.message_id, _UNSEEN)
+    if opener is not _UNSEEN and e.subagent_run_id is not None:
+        # Ownership is tracked within a run (AG-UI 1.0, Subagents).
+        _check_owner(e, opener, f"activity {e.message_id!r}")
     # The content is typed as a FrozenDict: kept one, so a wide activity costs one C-level
     # copy per delta, not a PMap built from it and copied back every time.
     skipped: list[str] = []

@@ -2872,7 +2872,7 @@ def test_R_J2_a_continuation_tagged_for_another_owner_fails_the_run() -> None:
         (
             [ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, **s1)],
             ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], **s2),
-            "a ACTIVITY_DELTA of subagent 's2' continuing activity 'a1', which subagent "
+            "an ACTIVITY_DELTA of subagent 's2' continuing activity 'a1', which subagent "
             "'s1' opened",
         ),
     ]
@@ -2947,6 +2947,64 @@ def test_R_J2_a_tool_call_belongs_to_the_owner_of_its_message() -> None:
         "tool call 'c1' of subagent 's2' in message 'm1', which subagent 's1' streamed: "
         "a call belongs to its message's owner"
     )
+
+
+def test_R_J2_ownership_is_tracked_for_what_this_run_opened_not_what_a_snapshot_restates() -> None:
+    """AG-UI 1.0 (Subagents): ownership is tracked within a run, for the items a START
+    or an ACTIVITY_SNAPSHOT opened. A MESSAGES_SNAPSHOT opens nothing: an earlier run's
+    activity or message it keeps or restates stays free for another owner this run (a
+    snapshot made all of them count as this run's). A second reopening of an earlier
+    run's message by another owner in the same run is refused (it was not seen)."""
+    activity = ActivityMessage(
+        id="a0", activity_type="P", content=obj({"n": 0}), subagent_run_id="s1"
+    )
+    earlier = AssistantMessage(id="m0", content="a", subagent_run_id="s1")
+    keep = [encode_message(user()), {"id": "m0", "role": "assistant", "content": "a"}]
+    s2 = {"subagentRunId": "s2"}
+    chat = settled(
+        ev("MESSAGES_SNAPSHOT", messages=keep),
+        ev("ACTIVITY_DELTA", messageId="a0", activityType="P", patch=[], **s2),
+        ev("TEXT_MESSAGE_START", messageId="m0", **s2),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m0", delta="b", **s2),
+        ev("TEXT_MESSAGE_END", messageId="m0"),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", parentMessageId="m0", **s2),
+        ev("TOOL_CALL_END", toolCallId="c1", **s2),
+        messages=[activity, earlier],
+    )
+    assert [m.id for m in chat.messages] == ["a0", "m0", "u1"]
+    m0 = chat.messages[1]
+    assert isinstance(m0, AssistantMessage) and m0.content == "ab"
+    assert m0.tool_calls == (call("c1", "t", ""),)
+    error = refusal(
+        ev("TEXT_MESSAGE_START", messageId="old-a", subagentRunId="s2"),
+        ev("TEXT_MESSAGE_END", messageId="old-a"),
+        ev("TEXT_MESSAGE_START", messageId="old-a", subagentRunId="s3"),
+    )
+    assert error == (
+        "message 'old-a' was started again by subagent 's3', but subagent 's2' streamed it "
+        "in this run"
+    )
+
+
+def test_R_J2_items_adrift_count_against_the_open_limit_of_their_own_kind() -> None:
+    """MAX_OPEN bounds messages and calls open at once, adrift ones included, each kind
+    on its own (adrift messages made a tool call 'more than 256 tool calls open')."""
+    starts = [ev("TEXT_MESSAGE_START", messageId=f"open-{n}") for n in range(MAX_OPEN)]
+    ends = [ev("TEXT_MESSAGE_END", messageId=f"open-{n}") for n in range(MAX_OPEN)]
+    chat = settled(
+        *starts,
+        ev("MESSAGES_SNAPSHOT", messages=[encode_message(user())]),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote"),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+        *ends,
+    )
+    assert [m.id for m in chat.messages] == ["u1", "c1"]
+    error = refusal(
+        *starts,
+        ev("MESSAGES_SNAPSHOT", messages=[encode_message(user())]),
+        ev("TEXT_MESSAGE_START", messageId="one-more"),
+    )
+    assert error == f"more than {MAX_OPEN} messages open at once"
 
 
 def test_R_J2_the_owner_of_a_reopened_or_restated_stream_is_its_opener() -> None:
