@@ -2415,41 +2415,27 @@ def test_R_J3_late_event_after_success_is_recorded_and_keeps_the_commit() -> Non
     assert len(driver.requests) == 1
 
 
-def test_R_J3_R_F5_a_late_event_inside_a_resumed_interaction_requires_a_new_thread() -> None:
-    """R-F5 with R-J3: the resumed run finishes (a local tool left), then its stream sends
-    more. That protocol error comes before the interaction settles: recovery, no follow-up."""
-    driver, chat = chat_with(
-        interrupt_then(),
-        lambda req: reply(
-            started(req),
-            *tool_call("c1", "lookup", {}),
-            finished(req),
+@pytest.mark.parametrize(
+    ("late", "expected"),
+    [
+        (
             ev("TEXT_MESSAGE_START", messageId="late", role="assistant"),
+            ProtocolError("the endpoint sent more after RUN_FINISHED: a TEXT_MESSAGE_START event"),
         ),
-        local_tools={"lookup": lambda args: "found"},
-        every=succeed(*text("m9", "follow-up")),
-    )
-    start(chat, driver)
-    feed(driver, 5)
-    batch = chat.pending_interrupts
-    assert batch is not None
-    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
-    driver.run_until_idle()
-    assert isinstance(chat.error, ProtocolError) and "after RUN_FINISHED" in str(chat.error)
-    assert (chat.needs_new_thread, chat.is_resuming, chat.is_loading) == (True, False, False)
-    assert len(driver.requests) == 2  # no follow-up run for the tool
-
-
-def test_R_J3_R_F5_a_late_run_error_inside_a_resumed_interaction_requires_a_new_thread() -> None:
-    """R-F5: a RUN_ERROR anywhere before the resumed interaction settles puts the resource
-    in recovery. One on the resumed run's stream after its RUN_FINISHED, while its local
-    tool was left to run, was only recorded: the tool ran, the follow-up went out, and
-    the interaction 'settled' with the endpoint's failure beside it."""
+        # A RUN_ERROR was only recorded (R-J3): the tool ran, the follow-up went out, and
+        # the interaction 'settled' with the endpoint's failure beside it.
+        (run_error("charge failed"), RunError("charge failed")),
+    ],
+)
+def test_R_J3_R_F5_a_late_event_inside_a_resumed_interaction_requires_a_new_thread(
+    late: dict[str, Any], expected: Exception
+) -> None:
+    """R-F5 with R-J3: the resumed run finishes (a local tool left), then its stream sends
+    more. A failure anywhere before the interaction settles means recovery, no follow-up:
+    a protocol error, and a RUN_ERROR too."""
     driver, chat = chat_with(
         interrupt_then(),
-        lambda req: reply(
-            started(req), *tool_call("c1", "lookup", {}), finished(req), run_error("charge failed")
-        ),
+        lambda req: reply(started(req), *tool_call("c1", "lookup", {}), finished(req), late),
         local_tools={"lookup": lambda args: "found"},
         every=succeed(*text("m9", "follow-up")),
     )
@@ -2459,7 +2445,7 @@ def test_R_J3_R_F5_a_late_run_error_inside_a_resumed_interaction_requires_a_new_
     assert batch is not None
     chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
     driver.run_until_idle()
-    assert chat.error == RunError("charge failed")
+    assert chat.error == expected
     assert (chat.needs_new_thread, chat.is_resuming, chat.is_loading) == (True, False, False)
     assert len(driver.requests) == 2  # no follow-up run for the tool
 
