@@ -910,7 +910,9 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
     # an earlier run's message or call by id. O(history) once a run (about 0.1 µs a
     # message), as writing the request that started it was.
     ids = IdHints(cp.messages)
-    stream = Stream(messages=cp.messages, state=cp.state, base=len(cp.messages), ids=ids)
+    stream = Stream(
+        messages=cp.messages, state=cp.state, base=len(cp.messages), fresh=len(cp.messages), ids=ids
+    )
     tx.set(run=evolve(run, attempt=acked), draft=stream)
     if run.kind == "resume":
         # R-C3: the acknowledgement retires the claimed batch and releases the claim

@@ -232,12 +232,16 @@ class Stream:
     theirs was open, as ``(kind, id, owner)``, the kind ``"text"``, ``"reasoning"`` or
     ``"call"``: still open (the producer ends them, and must before the finish), but
     what they stream has nowhere to go and is dropped; the snapshot warned."""
+    fresh: int = 0
+    """Messages from this index on were made by this run's events since its acknowledgement
+    or its last ``MESSAGES_SNAPSHOT``: each one's attribution is its opener's."""
     owners: PMap = attrs.field(factory=lambda: _NO_OWNERS)
-    """The owner (``subagentRunId``, None for the parent agent) of each message this run
-    opened, by id: a ``*_START``'s, an ``ACTIVITY_SNAPSHOT``'s, a call's holder's. AG-UI
+    """Who opened the other messages this run opened (a ``*_START`` reopening an earlier
+    run's, an ``ACTIVITY_SNAPSHOT`` replacing one, what this run opened before a
+    ``MESSAGES_SNAPSHOT``), by id: ``subagentRunId``, None for the parent agent. AG-UI
     1.0 (Subagents, Ownership) tracks ownership within a run: a reopening, or a call,
-    under another owner is refused; an earlier run's message, or one a snapshot merely
-    restates, is not in it (across runs tracking resets)."""
+    under another owner is refused. An earlier run's message that no event of this run
+    opened, or that a snapshot merely restates, has no owner here (tracking resets)."""
     ids: IdHints = attrs.field(factory=IdHints, eq=False, repr=False)
     """Positions of the messages and calls, the history's included, by id (see
     :class:`IdHints`): a run may reopen or extend an earlier run's (AG-UI 1.0)."""

@@ -115,7 +115,7 @@ def _start_text(s: Stream, message: Message) -> Stream:
     owner = getattr(message, "subagent_run_id", None)
     index = _index_of(s, message.id)
     if index is not None:
-        prior = s.owners.get(message.id, _UNSEEN)
+        prior = _opener(s, index)
         if prior is not _UNSEEN and prior != owner:
             # AG-UI 1.0 (Subagents, Ownership): within a run a message keeps its owner;
             # across runs ownership tracking resets, so an earlier run's is not checked.
@@ -126,16 +126,32 @@ def _start_text(s: Stream, message: Message) -> Stream:
         return _reopen_text(s, index, message, owner)
     reasoning = isinstance(message, ReasoningMessage)
     opened = OpenText(message.id, len(s.messages), Rope(), reasoning, owner)
-    return evolve(
-        s,
-        messages=_appended(s, message),
-        open_texts=(*s.open_texts, opened),
-        owners=s.owners.set(message.id, owner),
-    )
+    return evolve(s, messages=_appended(s, message), open_texts=(*s.open_texts, opened))
 
 
 _UNSEEN = object()
-"""Not in ``Stream.owners``: no event of this run opened it."""
+"""No event of this run opened it (see :func:`_opener`)."""
+
+
+def _opener(s: Stream, index: int) -> Any:
+    """Who opened the message at ``index`` in this run (None: the parent agent), or
+    ``_UNSEEN``. One this run made carries its opener's attribution; the others are
+    noted in ``Stream.owners`` when an event of the run opens them."""
+    message = s.messages[index]
+    if message.id in s.owners:
+        return s.owners[message.id]
+    if index >= s.fresh:
+        return getattr(message, "subagent_run_id", None)
+    return _UNSEEN
+
+
+def _noted_owner(s: Stream, index: int, owner: str | None) -> PMap:
+    """``s.owners``, with ``owner`` for the message at ``index`` if it is an earlier one
+    that this run opens now (one this run made needs no note)."""
+    mid = s.messages[index].id
+    if index >= s.fresh or mid in s.owners:
+        return s.owners
+    return s.owners.set(mid, owner)
 
 
 def _drifting(s: Stream, kinds: tuple[str, ...]) -> int:
@@ -226,8 +242,7 @@ def _reopen_text(
             "not text, so text cannot be appended to it"
         )
     opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage), owner)
-    owners = s.owners if message.id in s.owners else s.owners.set(message.id, owner)
-    return evolve(s, open_texts=(*s.open_texts, opened), owners=owners)
+    return evolve(s, open_texts=(*s.open_texts, opened), owners=_noted_owner(s, index, owner))
 
 
 def _append_text(s: Stream, message_id: str, delta: str) -> Stream:
@@ -631,7 +646,7 @@ def _tool_call_start(
         holder = s.messages[held]
         assert isinstance(holder, AssistantMessage)
         had = next(c for c in holder.tool_calls or () if c.id == tool_call_id)
-        owner = _call_owner(s, holder, tag, tool_call_id)
+        owner = _call_owner(s, held, tag, tool_call_id)
         reopened = OpenCall(tool_call_id, held, Rope(had.function.arguments), owner)
         return evolve(s, open_calls=(*s.open_calls, reopened))
     call = ToolCall(id=tool_call_id, function=FunctionCall(name=name, arguments=""))
@@ -649,12 +664,10 @@ def _tool_call_start(
         owner = tag
         index = len(messages)
         messages = _appended(s, holder)
-        if mid not in s.owners:
-            s = evolve(s, owners=s.owners.set(mid, tag))
     else:
         parent_message = messages[index]
         assert isinstance(parent_message, AssistantMessage)
-        owner = _call_owner(s, parent_message, tag, tool_call_id)
+        owner = _call_owner(s, index, tag, tool_call_id)
         messages = messages.set(
             index,
             evolve(parent_message, tool_calls=(*(parent_message.tool_calls or ()), call)),
@@ -669,15 +682,14 @@ def _tool_call_start(
     )
 
 
-def _call_owner(
-    s: Stream, holder: AssistantMessage, tag: str | None, tool_call_id: str
-) -> str | None:
-    """AG-UI 1.0 (Subagents): a call belongs to the owner of the message holding it. An
-    untagged start inherits that owner; one tagged for another owner than a message
-    this run opened is refused (across runs ownership tracking resets)."""
-    held_by = s.owners.get(holder.id, _UNSEEN)
+def _call_owner(s: Stream, index: int, tag: str | None, tool_call_id: str) -> str | None:
+    """AG-UI 1.0 (Subagents): a call belongs to the owner of the message holding it (at
+    ``index``). An untagged start inherits that owner; one tagged for another owner than
+    a message this run opened is refused (across runs ownership tracking resets)."""
+    holder = s.messages[index]
+    held_by = _opener(s, index)
     if held_by is _UNSEEN:
-        return tag if tag is not None else holder.subagent_run_id
+        return tag if tag is not None else getattr(holder, "subagent_run_id", None)
     if tag is None:
         return held_by  # type: ignore[no-any-return]
     if tag != held_by:
@@ -931,12 +943,20 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
             merged.append(m)
     merged.extend(m for m in e.messages if m.id not in placed)
     messages = PVec.from_iterable(merged)
-    owners = s.owners
-    if owners:  # the owners of messages the snapshot dropped go with them
-        present = {m.id for m in merged}
-        if any(k not in present for k in owners):
-            owners = PMap.from_items((k, v) for k, v in owners.items() if k in present)
-    out = evolve(s, messages=messages, base=0, ids=IdHints(messages), owners=owners)
+    # What this run opened keeps its opener through the snapshot (which opens nothing);
+    # what the snapshot dropped goes with it.
+    present = {m.id for m in merged}
+    opened = [*s.owners.items()]
+    opened += ((m.id, getattr(m, "subagent_run_id", None)) for m in s.messages[s.fresh :])
+    owners = PMap.from_items((k, v) for k, v in opened if k in present)
+    out = evolve(
+        s,
+        messages=messages,
+        base=0,
+        fresh=len(messages),
+        ids=IdHints(messages),
+        owners=owners,
+    )
     adrift: list[_Adrift] = []
     for mid, reasoning, owner in was_open:
         i = _index_of(out, mid)
@@ -1021,11 +1041,14 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
         metadata=_merged(None if had is None else had.metadata, e.metadata),
         subagent_run_id=e.subagent_run_id,
     )
-    owners = s.owners.set(e.message_id, e.subagent_run_id)  # re-minted by each snapshot
     if i is None:
-        return evolve(s, messages=_appended(s, msg), owners=owners)
+        return evolve(s, messages=_appended(s, msg))
     if e.replace is False:
         return s
+    # A replacing snapshot re-mints the activity: its attribution, and its opener.
+    owners = s.owners
+    if i < s.fresh or e.message_id in owners:
+        owners = owners.set(e.message_id, e.subagent_run_id)
     return evolve(s, messages=s.messages.set(i, msg), owners=owners)
 
 
@@ -1039,7 +1062,7 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
         )
     current = s.messages[i]
     assert isinstance(current, ActivityMessage)
-    opener = s.owners.get(e.message_id, _UNSEEN)
+    opener = _opener(s, i)
     if opener is not _UNSEEN and e.subagent_run_id is not None:
         # Ownership is tracked within a run (AG-UI 1.0, Subagents).
         _check_owner(e, opener, f"activity {e.message_id!r}")
