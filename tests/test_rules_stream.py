@@ -2972,6 +2972,34 @@ def test_R_J2_ownership_is_tracked_for_what_this_run_opened_not_what_a_snapshot_
     )
 
 
+def test_R_J2_what_this_run_opened_keeps_its_owner_through_a_snapshot() -> None:
+    """A MESSAGES_SNAPSHOT opens nothing: a message this run's START opened keeps that
+    opener when the snapshot restates it under another attribution; one the snapshot
+    drops is gone, and a START of its id makes a new message for any owner."""
+    s1, s2 = {"subagentRunId": "s1"}, {"subagentRunId": "s2"}
+    restated = [encode_message(user()), {"id": "m1", "role": "assistant", "content": "A", **s2}]
+    assert refusal(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("MESSAGES_SNAPSHOT", messages=restated),
+        ev("TEXT_MESSAGE_START", messageId="m1", **s2),
+    ) == (
+        "message 'm1' was started again by subagent 's2', but subagent 's1' streamed it in this run"
+    )
+    chat = settled(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("MESSAGES_SNAPSHOT", messages=[encode_message(user())]),
+        ev("TEXT_MESSAGE_START", messageId="m1", **s2),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="new", **s2),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+    )
+    assert list(chat.messages) == [
+        user(),
+        AssistantMessage(id="m1", content="new", subagent_run_id="s2"),
+    ]
+
+
 def test_R_J2_items_adrift_count_against_the_open_limit_of_their_own_kind() -> None:
     """MAX_OPEN bounds messages and calls open at once, adrift ones included, each kind
     on its own (adrift messages made a tool call 'more than 256 tool calls open')."""
