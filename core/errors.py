@@ -232,12 +232,13 @@ class TransportError(InterludeError):
         endpoint: str = "",
         location: str | None = None,
     ) -> TransportError:
-        """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not.
+        """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not, nor
+        a status past 599, which HTTP does not define (a broken server or proxy).
 
         ``endpoint`` names it in the message (without credentials or query, please);
         ``location`` is a redirect's target, which is not followed.
         """
-        retryable = status >= 500 or status == 429
+        retryable = 500 <= status <= 599 or status == 429
         where = f"the endpoint {endpoint}" if endpoint else "the endpoint"
         wait = f"; it asked to wait {retry_after:g} s before retrying" if retry_after else ""
         return cls(
@@ -258,6 +259,8 @@ def _status_hint(status: int, location: str | None) -> str:
         return " (check the credentials the transport sends: its headers)"
     if status in (404, 405):
         return " (check the endpoint URL: it takes POST requests of RunAgentInput)"
+    if status > 599:
+        return " (a status HTTP does not define: not retried)"
     return ""
 
 

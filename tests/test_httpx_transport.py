@@ -431,7 +431,8 @@ def test_a_2xx_that_is_not_an_event_stream_quotes_what_it_said() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "retryable"), [(500, True), (503, True), (429, True), (400, False), (404, False)]
+    ("status", "retryable"),
+    [(500, True), (503, True), (429, True), (400, False), (404, False), (600, False), (999, False)],
 )
 def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> None:
     async def handler(request: Request, send: Send) -> None:
@@ -449,10 +450,12 @@ def test_a_non_2xx_answer_is_a_transport_error(status: int, retryable: bool) -> 
             f"no luck: {status}",
         )
         assert error == TransportError.from_status(status, f"no luck: {status}", endpoint=url)
-        hint = " (check the endpoint URL: it takes POST requests of RunAgentInput)"
-        assert error.message == f"the endpoint {url} answered HTTP {status}" + (
-            hint if status == 404 else ""
-        )
+        hints = {
+            404: " (check the endpoint URL: it takes POST requests of RunAgentInput)",
+            600: " (a status HTTP does not define: not retried)",
+            999: " (a status HTTP does not define: not retried)",
+        }
+        assert error.message == f"the endpoint {url} answered HTTP {status}" + hints.get(status, "")
 
     trio.run(main)
 
