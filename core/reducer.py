@@ -78,7 +78,6 @@ from .stream import (
     close_all,
     end_chunks,
     unclosed,
-    unknown_event_note,
 )
 from .wire import events as ev
 from .wire.codec import WireError, decode_frame, dumps, encode_event
@@ -751,7 +750,7 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
                 f"{type(i.data).__name__}; decode the bytes (UTF-8) and pass the data field"
             ) from None
         return _bad_frame(s, i.attempt, exc, now)
-    if current and s.draft is not None and type(event) not in _LIFECYCLE:
+    if current and s.draft is not None and type(event) not in _NOT_CONTENT:
         return _content(s, s.draft, event)
     return _on_event(s, i.attempt, event, now)
 
@@ -815,11 +814,19 @@ def _late_failure(tx: _Tx, error: err.InterludeError) -> None:
 
 def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     run = s.run
-    if run is None or run.attempt is None or run.attempt.id != attempt_id:
+    attempt = None if run is None else run.attempt
+    if attempt is None or attempt.id != attempt_id:
+        attempt = None  # not the current attempt's: a finished run's, or a retired one's
         if attempt_id not in s.lingering:
             return Transition(s)
-        if type(event) is ev.UnknownEvent:
-            return _dropped(s, event)
+    elif not attempt.acked:
+        _check_sent(attempt, "an event")
+    if type(event) is ev.UnknownEvent:
+        # R-J1, AG-UI 1.0 (Processing Model): an event of a type this consumer does not
+        # know MUST NOT abort the run, before its RUN_STARTED, within it or after it.
+        note = f"an event of type {err.quote(event.type)}, which AG-UI 1.0 does not define"
+        return Transition(_with_note(s, f"{note}, was dropped"))
+    if attempt is None:
         tx = _Tx(s)
         if isinstance(event, ev.RunError):
             # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch.
@@ -827,13 +834,9 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
         else:
             _late_violation(tx, attempt_id, f"a {event.TYPE} event")
         return tx.done()
-    attempt = run.attempt
-    if s.draft is not None and type(event) not in _LIFECYCLE:
+    assert run is not None
+    if s.draft is not None and type(event) not in _NOT_CONTENT:
         return _content(s, s.draft, event)
-    if not attempt.acked:
-        _check_sent(attempt, "an event")
-        if type(event) is ev.UnknownEvent:
-            return _dropped(s, event)
     tx = _Tx(s)
     if isinstance(event, ev.RunError):
         _interrupt(tx, err.RunError(event.message, event.code))  # never retried (R-F1)
@@ -866,17 +869,14 @@ def _content(s: State, stream: Stream, event: object) -> Transition:
     except StreamWarning as exc:
         if exc.applied is not None:
             s = with_draft(s, exc.applied)
-        warnings = _noted(s.warnings, str(exc))
-        return Transition(s if warnings is s.warnings else evolve(s, warnings=warnings))
+        return Transition(_with_note(s, str(exc)))
     return _no_commands((with_draft(s, new_stream), ()))
 
 
-def _dropped(s: State, event: ev.UnknownEvent) -> Transition:
-    """R-J1, AG-UI 1.0 (Processing Model): an event of a type this consumer does not
-    know MUST NOT abort the run, before its RUN_STARTED or after its finish as well as
-    within it: dropped, with a warning naming the type."""
-    warnings = _noted(s.warnings, unknown_event_note(event))
-    return Transition(s if warnings is s.warnings else evolve(s, warnings=warnings))
+def _with_note(s: State, note: str) -> State:
+    """``s`` with ``note`` among its warnings (``s`` itself if it was the newest)."""
+    warnings = _noted(s.warnings, note)
+    return s if warnings is s.warnings else evolve(s, warnings=warnings)
 
 
 def _noted(warnings: tuple[str, ...], note: str) -> tuple[str, ...]:
@@ -923,7 +923,8 @@ def _before_ack(tx: _Tx, run: Run, attempt: Attempt, event: object, now: float) 
         _close_streams(tx)
 
 
-_LIFECYCLE = frozenset({ev.RunStarted, ev.RunFinished, ev.RunError})
+_NOT_CONTENT = frozenset({ev.RunStarted, ev.RunFinished, ev.RunError, ev.UnknownEvent})
+"""Events the reducer decides on itself (:func:`_on_event`); the others go to the draft."""
 _EVENT_CLASSES = (*ev.EVENT_TYPES, ev.UnknownEvent)
 
 

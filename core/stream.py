@@ -54,7 +54,6 @@ __all__ = [
     "StreamViolation",
     "StreamWarning",
     "close_all",
-    "unknown_event_note",
     "with_arguments",
     "with_call",
     "with_text",
@@ -469,10 +468,10 @@ _KEEPS_CHUNKS = frozenset(
         ev.ActivityDelta,
         ev.ReasoningEncryptedValue,
         ev.SubagentStarted,
-        ev.UnknownEvent,
     }
 )
-"""Events that stand aside from chunk assembly and end no chunk stream (AG-UI 1.0)."""
+"""Events that stand aside from chunk assembly and end no chunk stream (AG-UI 1.0); an
+event of an unknown type does not either, and never reaches the draft."""
 
 _CHUNK_KINDS: dict[type[Any], str] = {
     ev.TextMessageChunk: "text",
@@ -1001,16 +1000,6 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:3]) + more
 
 
-def _unknown_event(s: Stream, e: ev.UnknownEvent) -> Stream:
-    """AG-UI 1.0 (Processing Model): an event of a type this consumer does not know is
-    dropped, with a warning naming the type."""
-    raise StreamWarning(unknown_event_note(e))
-
-
-def unknown_event_note(e: ev.UnknownEvent) -> str:
-    return f"an event of type {quote(e.type)}, which AG-UI 1.0 does not define, was dropped"
-
-
 def _goes_on_in(message: Message, reasoning: bool) -> bool:
     """Whether a text stream of its lane can go on in ``message``: one of the same lane
     holding text, or nothing yet (content parts would be replaced by the text)."""
@@ -1085,7 +1074,7 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
 
 CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     # Events not listed carry no content and leave the draft as it is: raw, custom,
-    # subagent lifecycle, reasoning phases, unknown types.
+    # subagent lifecycle, reasoning phases. (The reducer drops unknown types itself.)
     ev.StepStarted: _step_started,
     ev.StepFinished: _step_finished,
     ev.TextMessageStart: _text_start,
@@ -1105,7 +1094,6 @@ CONTENT_HANDLERS: dict[type[Any], Callable[[Stream, Any], Stream]] = {
     ),
     ev.ToolCallArgs: _tool_call_args_event,
     ev.ToolCallEnd: _tool_call_end_event,
-    ev.UnknownEvent: _unknown_event,
     ev.ToolCallChunk: _tool_call_chunk,
     ev.ToolCallResult: _tool_call_result,
     ev.StateSnapshot: lambda s, e: evolve(s, state=e.snapshot),
