@@ -363,9 +363,14 @@ def unclosed(s: Stream) -> list[str]:
     return [
         *(f"message {m!r}" for m in texts),
         *(f"tool call {c!r}" for c in calls),
-        *(f"{'tool call' if k == 'call' else 'message'} {i!r}" for k, i, _ in s.adrift),
+        *(_item(kind, item) for kind, item, _ in s.adrift),
         *(_step_name(step) for step in s.steps),
     ]
+
+
+def _item(kind: str, item_id: str) -> str:
+    """An open item named for a message: "message 'm1'", "tool call 'c1'"."""
+    return f"{'tool call' if kind == 'call' else 'message'} {quote(item_id)}"
 
 
 def _plain_message(
@@ -641,13 +646,7 @@ def _tool_call_start(
         raise StreamViolation(f"more than {MAX_OPEN} tool calls open at once")
     held = _holder_of(s, tool_call_id)
     if held is not None:
-        # Reopened (AG-UI 1.0): further arguments append; name and parent stand.
-        holder = s.messages[held]
-        assert isinstance(holder, AssistantMessage)
-        had = next(c for c in holder.tool_calls or () if c.id == tool_call_id)
-        owner = _call_owner(s, held, tag, tool_call_id)
-        reopened = OpenCall(tool_call_id, held, Rope(had.function.arguments), owner)
-        return evolve(s, open_calls=(*s.open_calls, reopened))
+        return _reopen_call(s, held, tool_call_id, _call_owner(s, held, tag, tool_call_id))
     call = ToolCall(id=tool_call_id, function=FunctionCall(name=name, arguments=""))
     messages = s.messages
     index: int | None = None
@@ -679,6 +678,16 @@ def _tool_call_start(
         open_calls=(*s.open_calls, opened),
         new_calls=s.new_calls.append(tool_call_id),
     )
+
+
+def _reopen_call(s: Stream, held: int, tool_call_id: str, owner: str | None) -> Stream:
+    """AG-UI 1.0: call ``tool_call_id``, held at ``held``, open again (``owner``: the
+    opener's); further arguments append to those it has, its name and parent stand."""
+    holder = s.messages[held]
+    assert isinstance(holder, AssistantMessage)
+    had = next(c for c in holder.tool_calls or () if c.id == tool_call_id)
+    reopened = OpenCall(tool_call_id, held, Rope(had.function.arguments), owner)
+    return evolve(s, open_calls=(*s.open_calls, reopened))
 
 
 def _call_owner(s: Stream, index: int, tag: str | None, tool_call_id: str) -> str | None:
@@ -966,17 +975,15 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
         else:
             adrift.append(("reasoning" if reasoning else "text", mid, owner))
     for cid, owner in calls_open:
-        if _holder_of(out, cid) is not None:
-            # Reopens it, its arguments as they stand, its opener's owner standing.
-            out = _tool_call_start(out, cid, "", None, None)
-            calls = out.open_calls
-            out = evolve(out, open_calls=(*calls[:-1], calls[-1]._replace(owner=owner)))
+        held = _holder_of(out, cid)
+        if held is not None:
+            out = _reopen_call(out, held, cid, owner)  # its arguments as they stand
         else:
             adrift.append(("call", cid, owner))
     notes = []
     if adrift:
         out = evolve(out, adrift=tuple(adrift))
-        names = [f"{'tool call' if k == 'call' else 'message'} {quote(i)}" for k, i, _ in adrift]
+        names = [_item(kind, item) for kind, item, _ in adrift]
         notes.append(
             f"MESSAGES_SNAPSHOT left no place for {_listed(names)} while streaming (dropped, "
             "or restated as a message it cannot continue): open until ended, its content "
