@@ -34,6 +34,7 @@ __all__ = [
     "a_type",
     "clip",
     "describe_exception",
+    "listed",
     "quote",
 ]
 
@@ -49,6 +50,13 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     head, tail = limit * 2 // 3, limit // 3
     end = text[len(text) - tail :]  # not text[-tail:]: a tail of 0 would keep it all
     return f"{text[:head]} ... [{len(text) - head - tail:,} characters left out] ... {end}"
+
+
+def listed(names: list[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, comma-separated, and how many more: a message
+    names a few of many without growing with them."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 _QUOTE = reprlib.Repr()

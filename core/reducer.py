@@ -946,10 +946,9 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
     if left_open:
         # AG-UI 1.0 (Runs): RUN_FINISHED requires what the run opened to be closed. An
         # interrupt commits its partial text as it stands (R-A1).
-        shown = ", ".join(left_open[:3])
-        if len(left_open) > 3:
-            shown += f" and {len(left_open) - 3} more"
-        problem = f"RUN_FINISHED with {shown} still open: a run must end what it starts"
+        problem = (
+            f"RUN_FINISHED with {err.listed(left_open)} still open: a run must end what it starts"
+        )
         _interrupt(tx, err.ProtocolError(problem))
         return
     history = tx.s.checkpoint.messages  # as committed before this run

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import quote
+from .errors import listed, quote
 from .json import JSON, FrozenDict, as_object
 from .patch import PatchError, apply_patch
 from .pmap import PMap
@@ -985,7 +985,7 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
         out = evolve(out, adrift=tuple(adrift))
         names = [_item(kind, item) for kind, item, _ in adrift]
         notes.append(
-            f"MESSAGES_SNAPSHOT left no place for {_listed(names)} while streaming (dropped, "
+            f"MESSAGES_SNAPSHOT left no place for {listed(names)} while streaming (dropped, "
             "or restated as a message it cannot continue): open until ended, its content "
             "dropped"
         )
@@ -993,18 +993,12 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     if unknown:
         # AG-UI 1.0 (Processing Model): unrecognised material never goes back to the agent.
         notes.append(
-            f"MESSAGES_SNAPSHOT holds message {_listed(unknown)} of a role AG-UI 1.0 does "
+            f"MESSAGES_SNAPSHOT holds message {listed(unknown)} of a role AG-UI 1.0 does "
             "not define: kept in the history, never sent back"
         )
     if notes:
         raise StreamWarning("; ".join(notes), applied=out)
     return out
-
-
-def _listed(names: list[str]) -> str:
-    """The first three of ``names``, and how many more."""
-    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    return ", ".join(names[:3]) + more
 
 
 def _goes_on_in(message: Message, reasoning: bool) -> bool:
