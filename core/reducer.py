@@ -374,11 +374,16 @@ def _claim_blocked_by_expiry(
 ) -> tuple[str, ...]:
     """The expired interrupts that block sending these entries (R-G1, R-G2)."""
     assert s.batch is not None
-    expired = s.batch.expired_ids(now)
-    if expired and policy == "cancel_expired":
-        cancelled = {e.interrupt_id for e in entries if e.status == "cancelled"}
-        expired = tuple(i for i in expired if i not in cancelled)
-    return expired
+    excused = _excused(entries, policy)
+    return tuple(i for i in s.batch.expired_ids(now) if i not in excused)
+
+
+def _excused(entries: tuple[ResumeEntry, ...], policy: ExpiryPolicy) -> set[str]:
+    """The interrupts whose expiry does not block sending ``entries`` (R-G2): under
+    ``cancel_expired``, those the entries cancel; under the default, none."""
+    if policy != "cancel_expired":
+        return set()
+    return {e.interrupt_id for e in entries if e.status == "cancelled"}
 
 
 def _supersede(tx: _Tx) -> None:
@@ -468,15 +473,11 @@ def _watch_claim_expiry(tx: _Tx, now: float) -> None:
     s = tx.s
     if s.claim is None or s.batch is None or s.expiry_timer is not None:
         return
-    cancelled = (
-        {e.interrupt_id for e in s.claim.entries if e.status == "cancelled"}
-        if s.claim.expiry == "cancel_expired"
-        else set()
-    )
+    excused = _excused(s.claim.entries, s.claim.expiry)
     later = [
         i.expires_at_epoch
         for i in s.batch.interrupts
-        if i.expires_at_epoch is not None and now < i.expires_at_epoch and i.id not in cancelled
+        if i.expires_at_epoch is not None and now < i.expires_at_epoch and i.id not in excused
     ]
     if later:
         timer = tx.serial()
