@@ -32,6 +32,7 @@ __all__ = [
     "TransportError",
     "UsageError",
     "a_type",
+    "article",
     "clip",
     "describe_exception",
     "listed",
@@ -73,6 +74,12 @@ def quote(value: object) -> str:
         return _QUOTE.repr(value)
     except Exception:  # a __repr__ that raises: name the type alone
         return f"<{type(value).__name__} object>"
+
+
+def article(word: str) -> str:
+    """``word`` with its article: "an assistant", "an image", "a user", "a url" (a
+    leading "u" is read as a consonant sound, as in the protocol's words)."""
+    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
 
 
 def a_type(value: object) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import listed, quote
+from .errors import article, listed, quote
 from .json import JSON, FrozenDict, as_object
 from .patch import PatchError, apply_patch
 from .pmap import PMap
@@ -162,12 +162,6 @@ def _owner(subagent_run_id: str | None) -> str:
     return "the parent agent" if subagent_run_id is None else f"subagent {subagent_run_id!r}"
 
 
-def _a(word: str) -> str:
-    """``word`` with its article: "an assistant", "a user" (a role: "user" starts with
-    a consonant sound)."""
-    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
-
-
 def _merged(old: FrozenDict | None, new: FrozenDict | None) -> FrozenDict | None:
     """AG-UI 1.0 (Metadata): key by key, the last write winning; never recursive."""
     if new is None:
@@ -227,8 +221,8 @@ def _reopen_text(
     had = s.messages[index]
     if type(had) is not type(message):
         raise StreamViolation(
-            f"message {message.id!r} was started as {_a(message.role)} message, but the "
-            f"history holds it as {_a(had.role)} message"
+            f"message {message.id!r} was started as {article(message.role)} message, but the "
+            f"history holds it as {article(had.role)} message"
         )
     if had.content is None:
         text = ""
@@ -322,7 +316,8 @@ def _check_owner(event: Any, owner: str | None, item: str) -> None:
     tag = event.subagent_run_id
     if tag is not None and tag != owner:
         raise StreamViolation(
-            f"{_a(event.TYPE)} of {_owner(tag)} continuing {item}, which {_owner(owner)} opened"
+            f"{article(event.TYPE)} of {_owner(tag)} continuing {item}, "
+            f"which {_owner(owner)} opened"
         )
 
 
@@ -848,7 +843,7 @@ def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
             )
         raise StreamViolation(
             f"TOOL_CALL_RESULT {e.message_id!r} names a message id the history already "
-            f"holds ({_a(s.messages[i].role)} message): a result needs an id of its own"
+            f"holds ({article(s.messages[i].role)} message): a result needs an id of its own"
         )
     return evolve(s, messages=_appended(s, msg))
 
@@ -864,7 +859,7 @@ def _encrypted_value(s: Stream, e: ev.ReasoningEncryptedValue) -> Stream:
             what = (
                 "which is not in the history"
                 if message is None
-                else f"{_a(message.role)} message, which cannot hold one"
+                else f"{article(message.role)} message, which cannot hold one"
             )
             raise StreamWarning(
                 f"REASONING_ENCRYPTED_VALUE for message {e.entity_id!r}, {what}; "
@@ -1020,7 +1015,7 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
         # streaming, whose deltas would have nowhere to go).
         raise StreamViolation(
             f"ACTIVITY_SNAPSHOT for {e.message_id!r}, which names "
-            f"{_a(had.role)} message, not an activity"
+            f"{article(had.role)} message, not an activity"
         )
     msg = ActivityMessage(
         id=e.message_id,
@@ -1046,7 +1041,9 @@ def _activity_delta(s: Stream, e: ev.ActivityDelta) -> Stream:
     i = _index_of(s, e.message_id)
     if i is None or not isinstance(s.messages[i], ActivityMessage):
         # AG-UI 1.0 (Activity): skipped with a warning; it MUST NOT fail the run.
-        what = "no message" if i is None else f"{_a(s.messages[i].role)} message, not an activity"
+        what = (
+            "no message" if i is None else f"{article(s.messages[i].role)} message, not an activity"
+        )
         raise StreamWarning(
             f"ACTIVITY_DELTA for {e.message_id!r}, which names {what}; the delta was skipped"
         )

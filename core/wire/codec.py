@@ -28,6 +28,7 @@ import cattrs
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ..errors import article
 from ..json import JSON, FrozenDict, json_default
 from ..pmap import PMap
 from ..pvec import PVec
@@ -306,15 +307,10 @@ def _content(key: str) -> _Hook:
             return v
         if type(v) is not list:
             raise _Bad(f"expected a string or an array of content parts, got {_describe(v)}", key)
-        out = []
-        for i, item in enumerate(v):
-            try:
-                part = _part(item, strict=False)
-            except _Bad as exc:
-                raise exc.under(key, i) from None
-            if part is not None:
-                out.append(_freeze_obj(part))
-        return tuple(out)
+        try:
+            return _parts(v, strict=False)
+        except _Bad as exc:
+            raise exc.under(key) from None
 
     return hook
 
@@ -347,17 +343,25 @@ _SOURCE_FIELDS: dict[str, dict[str, tuple[bool, str]]] = {
 }
 
 
-def _part(v: Any, *, strict: bool) -> dict[str, Any] | None:
-    """A content part with what AG-UI 1.0 does not define left out (None: all of it);
-    ``strict``: refuse what is not defined instead (an application's own parts)."""
-    return _closed(v, PART_FIELDS, "content part", strict)
+def _parts(items: Sequence[object], *, strict: bool) -> tuple[FrozenDict, ...]:
+    """Content parts, frozen, with what AG-UI 1.0 does not define left out; ``strict``:
+    refused instead (an application's own parts)."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            part = _closed(item, PART_FIELDS, "content part", strict)
+        except _Bad as exc:
+            raise exc.under(i) from None
+        if part is not None:
+            out.append(_freeze_obj(part))
+    return tuple(out)
 
 
 def _closed(
     v: Any, shapes: dict[str, dict[str, tuple[bool, str]]], what: str, strict: bool
 ) -> dict[str, Any] | None:
     if not isinstance(v, dict | FrozenDict):
-        raise _Bad(f"expected {_a(what)} (an object), got {_describe(v)}")
+        raise _Bad(f"expected {article(what)} (an object), got {_describe(v)}")
     kind = v.get("type")
     if type(kind) is not str:
         raise _Bad(f"expected a string, got {_describe(kind)}", "type")
@@ -370,13 +374,13 @@ def _closed(
     if strict:
         for k in v:
             if k != "type" and k not in fields:
-                raise _Bad(f"AG-UI 1.0 defines no such member of {_a(kind)} {what}", k)
+                raise _Bad(f"AG-UI 1.0 defines no such member of {article(kind)} {what}", k)
     out: dict[str, Any] = {"type": kind}
     for name, (required, expected) in fields.items():
         value = v.get(name)
         if value is None:  # absent, or null: what a JSON writer of None sends
             if required:
-                raise _Bad(f"{_a(kind)} {what} needs {name!r}")
+                raise _Bad(f"{article(kind)} {what} needs {name!r}")
             continue
         if expected is _STR and type(value) is not str:
             raise _Bad(f"expected a string, got {_describe(value)}", name)
@@ -391,23 +395,15 @@ def _closed(
     return out
 
 
-def _a(word: str) -> str:
-    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"  # "a url": a consonant sound
-
-
 def content_parts(parts: Sequence[object], *, strict: bool = False) -> tuple[FrozenDict, ...]:
     """``parts`` as AG-UI 1.0 content parts, frozen (see the comment above): what it
     does not define left out, or with ``strict`` refused; ``WireError`` if malformed."""
-    out = []
-    for i, item in enumerate(parts):
-        try:
-            part = _part(item, strict=strict)
-        except _Bad as exc:
-            at = f" at {_format_path(exc.path)}" if exc.path else ""
-            raise WireError(f"content part {i}{at}: {exc.reason}") from None
-        if part is not None:
-            out.append(_freeze_obj(part))
-    return tuple(out)
+    try:
+        return _parts(parts, strict=strict)
+    except _Bad as exc:
+        index, *within = exc.path
+        at = f" at {_format_path(tuple(within))}" if within else ""
+        raise WireError(f"content part {index}{at}: {exc.reason}") from None
 
 
 def _expires_at(key: str) -> _Hook:
