@@ -44,10 +44,10 @@ def main_child(part: str, events: int, kind: str = MIX) -> None:
         for line in lines:
             json.loads(line)
     elif part == "decode":
-        from interlude.core.wire.codec import decode_frame
+        from interlude.core.wire.codec import read_frame
 
         for line in lines:
-            decode_frame(line)
+            read_frame(line)
     elif part != "built":
         setup = stream._prepared(snapshot, lines, hold=True, observed=part != "bare")
         if part != "prepared":
@@ -97,7 +97,7 @@ def instruction_report(events: int = 10_000) -> str:
     floor = per_event("floor", "built")
     rows = [
         ("json.loads floor", floor),
-        ("decode_frame", per_event("decode", "built")),
+        ("read_frame (decoding)", per_event("decode", "built")),
         ("resource.apply(), no observer", per_event("bare", "prepared")),
         ("resource.apply() + selectors", per_event("observed", "prepared")),
     ]

@@ -2,7 +2,7 @@
 
 The fake agent answers with raw strings of wire JSON, so every event takes the
 whole path an HTTP stream's frames take after the SSE parser: ``FrameReceived``
-→ ``decode_frame`` (inside the reducer) → the reducer's hot path → a committed
+→ ``read_frame`` (inside the reducer) → the reducer's hot path → a committed
 state → the observers, where an application reads its selectors.
 
 Two ways of feeding the frames are measured:
@@ -34,7 +34,7 @@ from interlude.adapters.fake import FakeDriver, ScriptedAgent, held, reply
 from interlude.adapters.fake.script import Request
 from interlude.adapters.resource import Resource
 from interlude.core import FrameReceived, step
-from interlude.core.wire.codec import decode_frame
+from interlude.core.wire.codec import read_frame
 
 from . import workload
 from .report import Section, fmt_rate, fmt_seconds
@@ -264,7 +264,7 @@ def measure(snapshot: str, lines: Sequence[str], reps: int) -> list[StreamRun]:
 
 LAYERS = (
     "json.loads",
-    "decode_frame",
+    "read_frame",
     "reducer step()",
     "resource.apply()",
     "apply() + selectors",
@@ -273,7 +273,7 @@ LAYERS = (
 
 def layers(snapshot: str, lines: Sequence[str], reps: int) -> dict[str, float]:
     """Seconds for ``lines`` through ever more of the pipeline (best of ``reps`` each):
-    ``json.loads``; ``decode_frame``; the reducer alone (``step`` chained, no
+    ``json.loads``; ``read_frame``; the reducer alone (``step`` chained, no
     resource); ``resource.apply`` with no observer; and with the selectors observer."""
     loads = json.loads
     best = dict.fromkeys(LAYERS, float("inf"))
@@ -289,7 +289,7 @@ def layers(snapshot: str, lines: Sequence[str], reps: int) -> dict[str, float]:
         return _prepared(snapshot, lines, hold=True, observed=observed)
 
     for _ in range(reps):
-        for name, fn in (("json.loads", loads), ("decode_frame", decode_frame)):
+        for name, fn in (("json.loads", loads), ("read_frame", read_frame)):
             best[name] = min(best[name], timed(lambda: None, lambda _, fn=fn: _each(fn, lines)))
         best["reducer step()"] = min(best["reducer step()"], timed(lambda: bare(False), chained))
         for name, observed in (("resource.apply()", False), ("apply() + selectors", True)):
@@ -457,7 +457,7 @@ def section(
         for r in measure(snapshot, workload.content_mix(n), reps):
             runs[r.mode, n] = r
     out = Section(
-        "1. Core stream: wire JSON text -> decode_frame -> reducer -> selectors, every event"
+        "1. Core stream: wire JSON text -> read_frame -> reducer -> selectors, every event"
     )
     for n in sizes:
         floor = runs[MODES[0], n]
@@ -537,7 +537,7 @@ def section(
         "floor and both modes interleaved",
         "RUN_STARTED and the STATE_SNAPSHOT are applied before the clock starts; the timed "
         "span is the N content events and RUN_FINISHED (the floor loads the same N+1 lines)",
-        "where the time goes: the same lines through json.loads; decode_frame; the reducer "
+        "where the time goes: the same lines through json.loads; read_frame; the reducer "
         "alone (step() chained, no resource); resource.apply() with no observer; and with "
         "the selectors (direct apply, best of each)",
     ]

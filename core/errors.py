@@ -12,7 +12,7 @@ equal; that keeps the reducer's determinism checkable.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -53,11 +53,11 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     return f"{text[:head]} ... [{len(text) - head - tail:,} characters left out] ... {end}"
 
 
-def listed(names: list[str], shown: int = 3) -> str:
-    """The first ``shown`` of ``names``, comma-separated, and how many more: a message
-    names a few of many without growing with them."""
+def listed(names: Sequence[object], shown: int = 3) -> str:
+    """The first ``shown`` of ``names`` (as ``str`` gives them), comma-separated, and how
+    many more: a message names a few of many without growing with them."""
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+    return ", ".join(str(n) for n in names[:shown]) + more
 
 
 _QUOTE = reprlib.Repr()

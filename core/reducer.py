@@ -80,7 +80,7 @@ from .stream import (
     unclosed,
 )
 from .wire import events as ev
-from .wire.codec import WireError, decode_frame, dumps, encode_event
+from .wire.codec import WireError, dumps, encode_event, left_out_note, read_frame
 from .wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .wire.run_input import ResumeEntry, RunAgentInput
 
@@ -743,7 +743,7 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
         _check_issued(s, i.attempt, "FrameReceived: attempt")
         return Transition(s)  # a late frame of a retired attempt (R-H1)
     try:
-        event = decode_frame(i.data)
+        event, left_out = read_frame(i.data)
     except WireError as exc:
         if type(i.data) is not str:  # no network sends this: the driver built it wrongly
             raise err.UsageError(
@@ -751,6 +751,8 @@ def _frame(s: State, i: FrameReceived, now: float) -> Transition:
                 f"{type(i.data).__name__}; decode the bytes (UTF-8) and pass the data field"
             ) from None
         return _bad_frame(s, i.attempt, exc, now)
+    if left_out:  # R-J1, AG-UI 1.0 (Processing Model): stripped, with a warning
+        s = _with_note(s, left_out_note(event.TYPE, left_out))
     if current and s.draft is not None and type(event) not in _NOT_CONTENT:
         return _content(s, s.draft, event)
     return _on_event(s, i.attempt, event, now)

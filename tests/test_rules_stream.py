@@ -1665,12 +1665,43 @@ def test_R_J1_unknown_event_types_and_unknown_fields_are_tolerated() -> None:
     assert_idle_ok(chat)
     assert list(chat.messages) == [*HISTORY, user(), AssistantMessage(id="m1", content="Hi")]
     assert thaw(chat.state) == {"k": 1}
-    # AG-UI 1.0 (Processing Model): dropped with a warning naming the type, given once
-    # while it stands among the warnings, however often the type comes.
+    # AG-UI 1.0 (Processing Model): an unknown type is dropped with a warning naming it,
+    # given once while it stands among the warnings, however often the type comes; an
+    # unknown member is stripped with a warning naming its path.
+    left_out = "left out what AG-UI 1.0 does not define"
     assert chat.warnings == (
+        f"RUN_STARTED: {left_out}: member 'futureField'",
+        f"TEXT_MESSAGE_START: {left_out}: member 'sparkle'",
         "an event of type 'FUTURE_THING', which AG-UI 1.0 does not define, was dropped",
+        f"TEXT_MESSAGE_CONTENT: {left_out}: member 'confidence'",
+        f"TEXT_MESSAGE_END: {left_out}: member 'extra'",
+        f"STATE_SNAPSHOT: {left_out}: member 'version'",
+        f"RUN_FINISHED: {left_out}: member 'trailer', member 'note' at outcome",
     )
     assert len(driver.requests) == 1
+
+
+def test_R_J1_a_snapshot_keeps_what_it_can_and_names_what_it_stripped() -> None:
+    """R-J1, AG-UI 1.0 (Processing Model): a content part of an unknown type is dropped
+    from its list and an unknown member stripped; the rest of the snapshot stands, and
+    the warning names each removal by its path."""
+    parts = [{"type": "hologram", "frames": 3}, {"type": "text", "text": "see", "lang": "en"}]
+    snapshot = ev(
+        "MESSAGES_SNAPSHOT",
+        messages=[
+            *map(encode_message, (*HISTORY, user())),
+            {"id": "u2", "role": "user", "content": parts},
+        ],
+    )
+    driver, chat = chat_with(outcome(snapshot, result=None))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == UserMessage(id="u2", content=({"type": "text", "text": "see"},))
+    assert chat.warnings == (
+        "MESSAGES_SNAPSHOT: left out what AG-UI 1.0 does not define: a content part of type "
+        "'hologram' at messages[3].content[0], member 'lang' at messages[3].content[1]",
+    )
 
 
 PASS_THROUGH = [

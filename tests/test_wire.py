@@ -25,6 +25,7 @@ from interlude.core.wire import (
     Context,
     Interrupt,
     InterruptOutcome,
+    LeftOut,
     MessagesSnapshot,
     ResumeEntry,
     RunAgentInput,
@@ -48,6 +49,8 @@ from interlude.core.wire import (
     encode_event,
     encode_message,
     encode_run_input,
+    left_out_note,
+    read_frame,
 )
 
 
@@ -669,6 +672,82 @@ def test_R_J1_unknown_fields_are_ignored() -> None:
     i = decode_event(interrupts({**OK, "priority": 5}))
     assert isinstance(i, RunFinished) and isinstance(i.outcome, InterruptOutcome)
     assert i.outcome.interrupts == (Interrupt(id="i1", reason="approval"),)
+
+
+def test_R_J1_what_a_reading_strips_is_named_by_its_path() -> None:
+    """AG-UI 1.0 (Processing Model): a member nothing defines, a content part of an
+    unknown type and a media part whose source is of one are stripped, each named by its
+    path for the warning; what is kept whole (an unknown role, outcome or event type)
+    and what the schema leaves open (patch operations, state, metadata) is not."""
+    snapshot = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {
+                "id": "u",
+                "role": "user",
+                "mood": "x",
+                "content": [
+                    {"type": "text", "text": "a", "lang": "en"},
+                    {"type": "hologram"},
+                    {"type": "image", "source": {"type": "ipfs", "value": "v"}, "alt": "a"},
+                    {"type": "audio", "source": {"type": "url", "value": "v", "etag": "e"}},
+                ],
+            },
+            {
+                "id": "a",
+                "role": "assistant",
+                "metadata": {"free": 1},
+                "toolCalls": [
+                    {"id": "c", "function": {"name": "f", "arguments": "{}", "strict": True}}
+                ],
+            },
+            {"id": "n", "role": "narrator", "anything": 1},
+        ],
+    }
+    event, left = read_frame(json.dumps(snapshot))
+    assert isinstance(event, MessagesSnapshot)
+    assert left == (
+        LeftOut(("messages", 0), "member 'mood'"),
+        LeftOut(("messages", 0, "content", 0), "member 'lang'"),
+        LeftOut(("messages", 0, "content", 1), "a content part of type 'hologram'"),
+        LeftOut(("messages", 0, "content", 2), "an image part with a source of type 'ipfs'"),
+        LeftOut(("messages", 0, "content", 3, "source"), "member 'etag'"),
+        LeftOut(("messages", 1, "toolCalls", 0, "function"), "member 'strict'"),
+    )
+    assert left_out_note("MESSAGES_SNAPSHOT", left) == (
+        "MESSAGES_SNAPSHOT: left out what AG-UI 1.0 does not define: member 'mood' at "
+        "messages[0], member 'lang' at messages[0].content[0], a content part of type "
+        "'hologram' at messages[0].content[1] and 3 more"
+    )
+    assert read_frame(json.dumps(interrupts({**OK, "priority": 5})))[1] == (
+        LeftOut(("outcome", "interrupts", 0), "member 'priority'"),
+    )
+    started = {
+        "type": "RUN_STARTED",
+        "threadId": "t",
+        "runId": "r",
+        "input": {
+            "threadId": "t",
+            "runId": "r",
+            "tools": [{"name": "n", "description": "d", "v": 2}],
+        },
+    }
+    assert read_frame(json.dumps(started))[1] == (LeftOut(("input", "tools", 0), "member 'v'"),)
+    nothing_left_out = [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d", "timestamp": 1},
+        {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/a", "value": 1}]},
+        {"type": "STATE_SNAPSHOT", "snapshot": {"any": {"thing": 1}}},
+        {
+            "type": "RUN_FINISHED",
+            "threadId": "t",
+            "runId": "r",
+            "outcome": {"type": "later", "x": 1},
+        },
+        {"type": "FUTURE_THING", "x": 1},
+        {"type": "CUSTOM", "name": "n", "value": {"free": 1}, "rawEvent": {"free": 2}},
+    ]
+    for raw in nothing_left_out:
+        assert read_frame(json.dumps(raw))[1] == (), raw
 
 
 def test_optional_nulls_read_as_absent() -> None:

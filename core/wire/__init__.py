@@ -7,6 +7,7 @@ camelCase wire form (:func:`decode_frame`, :func:`encode_run_input`, ...).
 from .codec import (
     MAX_DEPTH,
     PART_FIELDS,
+    LeftOut,
     WireError,
     content_parts,
     decode_event,
@@ -19,6 +20,8 @@ from .codec import (
     encode_message,
     encode_request,
     encode_run_input,
+    left_out_note,
+    read_frame,
 )
 from .events import (
     EVENT_TYPES,
@@ -107,6 +110,7 @@ __all__ = [
     "FunctionCall",
     "Interrupt",
     "InterruptOutcome",
+    "LeftOut",
     "Message",
     "MessagesSnapshot",
     "Outcome",
@@ -162,4 +166,6 @@ __all__ = [
     "encode_message",
     "encode_request",
     "encode_run_input",
+    "left_out_note",
+    "read_frame",
 ]

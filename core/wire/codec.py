@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, Union, cast
+from typing import Any, NamedTuple, TypeVar, Union, cast
 
 import attrs
 import cattrs
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from ..errors import article
+from ..errors import article, listed
 from ..json import JSON, FrozenDict, json_default
 from ..pmap import PMap
 from ..pvec import PVec
@@ -53,6 +53,7 @@ from .run_input import Absent, Context, Interrupt, ResumeEntry, RunAgentInput, T
 __all__ = [
     "MAX_DEPTH",
     "PART_FIELDS",
+    "LeftOut",
     "WireError",
     "content_parts",
     "converter",
@@ -66,6 +67,8 @@ __all__ = [
     "encode_message",
     "encode_request",
     "encode_run_input",
+    "left_out_note",
+    "read_frame",
 ]
 
 MAX_DEPTH = 256
@@ -555,6 +558,20 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         tuple[ResumeEntry, ...] | None: _opt(_nested_tuple(reader(ResumeEntry), "entries")),
         tuple[Interrupt, ...]: _interrupts,
     }
+    # What holds members of its own to check for what AG-UI 1.0 does not define.
+    inner: dict[Any, _Walk] = {
+        FunctionCall: _walk(FunctionCall),
+        tuple[ToolCall, ...] | None: _each(_walk(ToolCall)),
+        probe["messages"]: _each(_walk_message),
+        probe["message_sequence"]: _each(_walk_message),
+        probe["outcome"]: _walk_outcome,
+        RunAgentInput | None: _walk(RunAgentInput),
+        tuple[Tool, ...]: _each(_walk(Tool)),
+        tuple[Context, ...]: _each(_walk(Context)),
+        tuple[ResumeEntry, ...] | None: _each(_walk(ResumeEntry)),
+        tuple[Interrupt, ...]: _each(_walk(Interrupt)),
+        probe["content"]: _walk_content,
+    }
     special: dict[tuple[type, str], Callable[[str], _Hook]] = {
         (Interrupt, "expires_at"): _expires_at,
         (ResumeEntry, "status"): _status,
@@ -590,14 +607,19 @@ def _build() -> dict[type, Callable[[Any], Any]]:
             u_over[a.name] = override(
                 rename=key, omit_if_default=omit, unstruct_hook=_unstructure_hook(a.type)
             )
+        keys = frozenset(_camel(a.name) for a in attrs.fields(cls) if a.init)
+        _MEMBERS[cls] = (
+            keys | _DISCRIMINATOR.get(cls, frozenset()),
+            tuple((_camel(a.name), inner[a.type]) for a in attrs.fields(cls) if a.type in inner),
+        )
         structure: Callable[[Any], Any] = make_dict_structure_fn(cls, converter, **s_over)
         unstructure: _Writer = make_dict_unstructure_fn(cls, converter, **u_over)
         converter.register_structure_hook(cls, _two_args(structure))
         converter.register_unstructure_hook(cls, unstructure)
         readers[cls] = _object_reader(_NAMES.get(cls, "a message"), structure)
         if cls in ev.EVENT_TYPES:
-            structure = _fast_path(cls, structure, {n: o.struct_hook for n, o in s_over.items()})
-        _STRUCTURE[cls] = structure
+            hooks = {n: o.struct_hook for n, o in s_over.items()}
+            _EVENT_READERS[cls] = _fast_path(cls, structure, hooks)
         _UNSTRUCTURE[cls] = unstructure
     return readers
 
@@ -606,9 +628,12 @@ _MISSING = object()
 
 
 def _fast_path(
-    cls: type, general: Callable[[Any], Any], hooks: dict[str, _Hook]
-) -> Callable[[Any], Any]:
-    """``general``, preceded by a shortcut for the common shape of an event.
+    cls: type,
+    general: Callable[[Any], Any],
+    hooks: dict[str, _Hook],
+) -> Callable[[Any], tuple[Any, tuple[LeftOut, ...]]]:
+    """``general`` and what reading the event stripped (:data:`_MEMBERS` must know the
+    class), preceded by a shortcut for the common shape of an event.
 
     Most events of a stream carry their required fields and, at most, optional
     strings (a start with its role, a call with its parent). For that shape
@@ -621,17 +646,24 @@ def _fast_path(
     fields = [a for a in attrs.fields(cls) if a.init]
     required = [a for a in fields if a.default is attrs.NOTHING]
     strings = [a for a in fields if a.default is None and a.type == str | None]
+    left_out = _left_out_of(cls)
+
+    def slow(obj: Any) -> tuple[Any, tuple[LeftOut, ...]]:
+        return general(obj), left_out(obj)
+
     if not required or any(isinstance(a.default, attrs.Factory) for a in fields):  # type: ignore[arg-type]
-        return general
+        return slow
     if hasattr(cls, "__attrs_post_init__") or any(
         a.validator is not None or a.converter is not None for a in fields
     ):
-        return general  # the shortcut stores values as given: it cannot run checks
+        return slow  # the shortcut stores values as given: it cannot run checks
     given = {a.name: f"v{n}" for n, a in enumerate([*required, *strings])}
     env: dict[str, Any] = {
         "_new": object.__new__,
         "_cls": cls,
-        "_general": general,
+        "_slow": slow,
+        "_left_out": left_out,
+        "_nothing": _NOTHING_LEFT_OUT,
         "_keys": frozenset(["type", *(_camel(a.name) for a in [*required, *strings])]),
         "_missing": _MISSING,
         "_Bad": _Bad,
@@ -654,7 +686,7 @@ def _fast_path(
     if any(a in required and a.type is not str for a in fields):
         # A hook's complaint is left to the general path, so that errors come in its order.
         lines += ["            try:", *(" " * 4 + c for c in converted if "_hook_" in c)]
-        lines += ["            except _Bad:", "                return _general(obj)"]
+        lines += ["            except _Bad:", "                return _slow(obj)"]
         converted = [c for c in converted if "_hook_" not in c]
     lines += converted
     lines.append("            new = _new(_cls)")
@@ -662,9 +694,11 @@ def _fast_path(
         env[f"_set_{a.name}"] = getattr(cls, a.name).__set__
         env[f"_default_{a.name}"] = a.default
         lines.append(f"            _set_{a.name}(new, {given.get(a.name, f'_default_{a.name}')})")
-    lines += ["            return new", "    return _general(obj)", ""]
+    # The shortcut's keys are the class's own: only a value holding more may hold more.
+    left = "_left_out(obj)" if _MEMBERS[cls][1] else "_nothing"
+    lines += [f"            return new, {left}", "    return _slow(obj)", ""]
     exec("\n".join(lines), env)  # generated from the class's field names only
-    fast: Callable[[Any], Any] = env["structure"]
+    fast: Callable[[Any], tuple[Any, tuple[LeftOut, ...]]] = env["structure"]
     return fast
 
 
@@ -704,7 +738,8 @@ _MESSAGE_CLASSES: dict[str, type[Any]] = {
         ReasoningMessage,
     )
 }
-_STRUCTURE: dict[type, Callable[[Any], Any]] = {}
+_EVENT_READERS: dict[type, Callable[[Any], tuple[Any, tuple[LeftOut, ...]]]] = {}
+"""Per event class: the event a parsed value stands for, and what reading it stripped."""
 _UNSTRUCTURE: dict[type, _Writer] = {}
 _NAMES: dict[type, str] = {
     ev.SuccessOutcome: "a success outcome",
@@ -767,10 +802,134 @@ def _encode_outcome(o: ev.Outcome) -> dict[str, Any]:
     return {"type": o.TYPE, **_UNSTRUCTURE[type(o)](o)}
 
 
-_READERS = _build()
-_EVENTS: dict[str, Callable[[Any], Any]] = {
-    cast(str, c.TYPE): _STRUCTURE[c] for c in ev.EVENT_TYPES
+# -- what a reading left out ----------------------------------------------------------
+#
+# AG-UI 1.0 (Processing Model): a member or union member it does not define is
+# stripped, and a consumer SHOULD warn naming its path. The readers above ignore
+# such members; after a general read, left_out() walks the same value through the
+# same classes and names them. (The shortcut reads only frames with none.)
+
+_Path = tuple[str | int, ...]
+_LeftOut = list["LeftOut"]
+_Walk = Callable[[Any, _Path, _LeftOut], None]
+
+
+class LeftOut(NamedTuple):
+    """What a reading stripped as AG-UI 1.0 does not define it (see :func:`read_frame`)."""
+
+    path: tuple[str | int, ...]
+    """Where, as wire keys and indexes from the event: ``("messages", 3, "content", 0)``."""
+    what: str
+    """What, briefly: ``member 'x'``, ``a content part of type 'hologram'``."""
+
+    def __str__(self) -> str:
+        return f"{self.what} at {_format_path(self.path)}" if self.path else self.what
+
+
+def left_out_note(event_type: str, left: Sequence[LeftOut]) -> str:
+    """One warning for what a reading of ``event_type`` stripped, naming the first few."""
+    return f"{event_type}: left out what AG-UI 1.0 does not define: {listed(left)}"
+
+
+_MEMBERS: dict[type, tuple[frozenset[str], tuple[tuple[str, _Walk], ...]]] = {}
+"""Per wire class: the keys it defines, and the walks of the values holding more."""
+_DISCRIMINATOR = {
+    **{c: frozenset({"type"}) for c in (*ev.EVENT_TYPES, ev.SuccessOutcome, ev.InterruptOutcome)},
+    **{c: frozenset({"role"}) for c in _MESSAGE_CLASSES.values()},
 }
+_CANCELLED: tuple[frozenset[str], tuple[tuple[str, _Walk], ...]] = (frozenset({"type"}), ())
+
+
+_NOTHING_LEFT_OUT: tuple[LeftOut, ...] = ()
+
+
+def _left_out_of(cls: type) -> Callable[[Any], tuple[LeftOut, ...]]:
+    """What reading a ``cls`` from a valid parsed value strips."""
+    members = _MEMBERS[cls]
+
+    def left_out(v: Any) -> tuple[LeftOut, ...]:
+        out: _LeftOut = []
+        _walk_members(members, v, (), out)
+        return tuple(out) if out else _NOTHING_LEFT_OUT
+
+    return left_out
+
+
+def _walk(cls: type) -> _Walk:
+    def walk(v: Any, path: _Path, out: _LeftOut) -> None:
+        _walk_members(_MEMBERS[cls], v, path, out)
+
+    return walk
+
+
+def _walk_members(
+    members: tuple[frozenset[str], tuple[tuple[str, _Walk], ...]],
+    v: Any,
+    path: _Path,
+    out: _LeftOut,
+) -> None:
+    keys, inner = members
+    if not v.keys() <= keys:
+        out.extend(LeftOut(path, f"member {_short(k, 40)}") for k in v if k not in keys)
+    for key, walk in inner:
+        value = v.get(key)
+        if value is not None:
+            walk(value, (*path, key), out)
+
+
+def _each(walk: _Walk) -> _Walk:
+    def each(v: Any, path: _Path, out: _LeftOut) -> None:
+        for n, item in enumerate(v):
+            walk(item, (*path, n), out)
+
+    return each
+
+
+def _walk_message(v: Any, path: _Path, out: _LeftOut) -> None:
+    cls = _MESSAGE_CLASSES.get(v["role"])
+    if cls is not None:  # an unknown role is kept whole (and noted by the stream)
+        _walk_members(_MEMBERS[cls], v, path, out)
+
+
+def _walk_outcome(v: Any, path: _Path, out: _LeftOut) -> None:
+    kind = v["type"]
+    if kind == "cancelled":
+        _walk_members(_CANCELLED, v, path, out)
+    elif kind in ("success", "interrupt"):
+        cls = ev.SuccessOutcome if kind == "success" else ev.InterruptOutcome
+        _walk_members(_MEMBERS[cls], v, path, out)
+    # an unknown outcome type is read as success, and noted by the reducer (R-J5)
+
+
+def _walk_content(v: Any, path: _Path, out: _LeftOut) -> None:
+    if type(v) is not list:
+        return
+    for n, part in enumerate(v):
+        at = (*path, n)
+        fields = PART_FIELDS.get(part["type"])
+        if fields is None:
+            out.append(LeftOut(at, f"a content part of type {_short(part['type'], 40)}"))
+            continue
+        source = part["source"] if "source" in fields else {}
+        known = _SOURCE_FIELDS.get(source["type"]) if source else None
+        if source and known is None:  # a required position: the part goes
+            kind = _short(source["type"], 40)
+            out.append(LeftOut(at, f"{article(part['type'])} part with a source of type {kind}"))
+            continue
+        out.extend(
+            LeftOut(at, f"member {_short(k, 40)}") for k in part if k != "type" and k not in fields
+        )
+        if known is not None:
+            out.extend(
+                LeftOut((*at, "source"), f"member {_short(k, 40)}")
+                for k in source
+                if k != "type" and k not in known
+            )
+
+
+_READERS = _build()
+_EVENT_CLASS: dict[str, type] = {cast(str, c.TYPE): c for c in ev.EVENT_TYPES}
+_EVENTS = {kind: _EVENT_READERS[c] for kind, c in _EVENT_CLASS.items()}
 
 
 # -- public functions -------------------------------------------------------------------
@@ -783,17 +942,21 @@ def decode_event(obj: object) -> ev.Event:
     event, including a malformed interrupt outcome (R-A6). Unknown keys are
     ignored; an unknown event type becomes :class:`~.events.UnknownEvent`.
     """
+    return _read_event(obj)[0]
+
+
+def _read_event(obj: object) -> tuple[ev.Event, tuple[LeftOut, ...]]:
     if type(obj) is not dict:
         raise WireError(f"an AG-UI event must be a JSON object, got {_describe(obj)}")
     kind = obj.get("type")
     fn = _EVENTS.get(kind) if type(kind) is str else None
     try:
         if fn is not None:
-            return fn(obj)  # type: ignore[no-any-return]
+            return fn(obj)
         if type(kind) is not str:
             got = _describe(kind) if "type" in obj else "none"
             raise WireError(f'an AG-UI event needs a string "type", got {got}')
-        return ev.UnknownEvent(type=kind, raw=_freeze_obj(obj))
+        return ev.UnknownEvent(type=kind, raw=_freeze_obj(obj)), _NOTHING_LEFT_OUT
     except _Bad as exc:
         raise WireError(exc.reason, event_type=kind, path=_format_path(exc.path)) from None
     except KeyError as exc:
@@ -865,6 +1028,17 @@ def _too_deep(value: Any) -> bool:
 
 def decode_frame(data: str) -> ev.Event:
     """The event in one SSE frame's data: JSON text, strictly read (see :func:`decode_event`)."""
+    return read_frame(data)[0]
+
+
+def read_frame(data: str) -> tuple[ev.Event, tuple[LeftOut, ...]]:
+    """:func:`decode_frame`'s event, and what it stripped as AG-UI 1.0 does not define it.
+
+    The Processing Model says to strip, and warn of, a member an event or anything in it
+    does not define, a content part of an unknown type, and a media part whose source is
+    of one. ``LeftOut`` names each by its path; :func:`left_out_note` makes the warning.
+    (An unknown event type, message role or outcome type is kept whole, not stripped.)
+    """
     # Nesting deeper than MAX_DEPTH needs more brackets than that: short frames skip the count.
     if type(data) is str and (
         len(data) <= MAX_DEPTH or data.count("{") + data.count("[") <= MAX_DEPTH
@@ -878,12 +1052,12 @@ def decode_frame(data: str) -> ev.Event:
                 kind = obj.get("type")
                 fn = _EVENTS.get(kind) if type(kind) is str else None
                 if fn is not None:
-                    return fn(obj)  # type: ignore[no-any-return]
+                    return fn(obj)
         except (StopIteration, ValueError, RecursionError, _Bad, KeyError):
             pass
     if type(data) is not str:
         raise WireError(f"a frame must be text, got {_describe(data)}")
-    return decode_event(_loads(data))
+    return _read_event(_loads(data))
 
 
 def decode_message(obj: object) -> Message:

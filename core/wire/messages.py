@@ -153,7 +153,7 @@ class ReasoningMessage:
 
 @attrs.frozen(kw_only=True)
 class UnknownMessage:
-    """A message of a role AG-UI 1.0 does not define, kept whole (``raw``) to send back."""
+    """A message of a role AG-UI 1.0 does not define, kept whole (``raw``), never sent back."""
 
     role: str
     id: str
