@@ -20,7 +20,7 @@ from typing import Self
 import anyio
 import httpx
 
-from interlude.core.errors import ProtocolError, TransportError, UsageError
+from interlude.core.errors import ProtocolError, TransportError, UsageError, redacted_url
 
 from .inflate import CorruptBody, Inflater, coding_of
 from .sse import DEFAULT_MAX_FRAME_BYTES, SSEParser
@@ -344,8 +344,6 @@ async def _release(response: httpx.Response, chunks: AsyncIterator[bytes]) -> No
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (RFC 9110 token)."""
-_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#@]*@")
-_QUERY = re.compile(r"[?#]")
 
 
 def _inflater(response: httpx.Response, read_already: bool) -> Inflater | None:
@@ -455,8 +453,7 @@ def redacted(url: str | httpx.URL) -> str:
     tokens live. Works on text that does not parse as a URL too."""
     if isinstance(url, httpx.URL):
         return str(url.copy_with(userinfo=b"", query=None, fragment=None))
-    head, *cut = _QUERY.split(_USERINFO.sub(lambda m: m.group(1) or "", url), maxsplit=1)
-    return head + ("?..." if cut else "")
+    return redacted_url(url)
 
 
 def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:

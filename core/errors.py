@@ -11,6 +11,7 @@ equal; that keeps the reducer's determinism checkable.
 
 from __future__ import annotations
 
+import re
 import reprlib
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -37,6 +38,7 @@ __all__ = [
     "describe_exception",
     "listed",
     "quote",
+    "redacted_url",
 ]
 
 MAX_MESSAGE = 2000
@@ -119,6 +121,19 @@ class InterludeError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception pickles as cls(*args), which the subclasses' constructors do not take
+        # (keyword-only fields; problems joined into the message): rebuild without them.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[InterludeError], args: tuple[Any, ...], fields: dict[str, Any]) -> Any:
+    """An unpickled error: its ``args`` and fields as they were, no constructor run."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
 
 
 # -- intent errors: raised synchronously, state unchanged ---------------------
@@ -250,11 +265,13 @@ class TransportError(InterludeError):
         """The error for a non-2xx answer: 5xx and 429 are retryable, other 4xx not, nor
         a status past 599, which HTTP does not define (a broken server or proxy).
 
-        ``endpoint`` names it in the message (without credentials or query, please);
-        ``location`` is a redirect's target, which is not followed.
+        ``endpoint`` names it in the message and ``location``, a redirect's target (not
+        followed), in its hint; both without credentials, query or fragment
+        (:func:`redacted_url`), where tokens live.
         """
         retryable = 500 <= status <= 599 or status == 429
-        where = f"the endpoint {endpoint}" if endpoint else "the endpoint"
+        where = f"the endpoint {redacted_url(endpoint)}" if endpoint else "the endpoint"
+        location = redacted_url(location) if location is not None else None
         wait = f"; it asked to wait {retry_after:g} s before retrying" if retry_after else ""
         return cls(
             f"{where} answered HTTP {status}{wait}{_status_hint(status, location)}",
@@ -263,6 +280,17 @@ class TransportError(InterludeError):
             body=body,
             retry_after=retry_after,
         )
+
+
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#@]*@")
+_QUERY = re.compile(r"[?#]")
+
+
+def redacted_url(url: str) -> str:
+    """``url`` as an error message may show it: without credentials (``user:pw@``),
+    query or fragment, where tokens live. Works on text that is not a URL too."""
+    head, *cut = _QUERY.split(_USERINFO.sub(lambda m: m.group(1) or "", url), maxsplit=1)
+    return head + ("?..." if cut else "")
 
 
 def _status_hint(status: int, location: str | None) -> str:
