@@ -55,7 +55,15 @@ def check_entries(
         at = iid if type(iid) is str and iid in known else None
         unknown = sorted((k for k in fields if k not in _KEYS), key=repr)  # keys of any type
         if unknown:
-            problems.append(ResumeProblem(f"entry {pos} has unknown keys {unknown}", at, pos))
+            who = f"entry for {quote(iid)}" if at is not None else f"entry {pos}"
+            problems.append(
+                ResumeProblem(
+                    f"{who} has unknown keys {quote(unknown)} (an entry takes interrupt_id, "
+                    "status, payload and metadata)",
+                    at,
+                    pos,
+                )
+            )
         other = fields.get("interruptId", iid)
         if "interrupt_id" in fields and other is not iid and other != iid:  # NaN is not NaN
             problems.append(

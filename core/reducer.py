@@ -337,11 +337,11 @@ def _expire_claim(tx: _Tx, expired: tuple[str, ...], *, tried: bool = False) -> 
     expiry stops its retry rather than its first send.
     """
     _end_activity(tx, "the batch expired")
-    ids = ", ".join(map(repr, expired))
+    ids = _interrupts_named(expired)
     what = (
-        f"interrupt {ids} expired before the resume could be retried; it was not retried"
+        f"{ids} expired before the resume could be retried; it was not retried"
         if tried
-        else f"interrupt {ids} expired before the answers were sent; nothing was sent"
+        else f"{ids} expired before the answers were sent; nothing was sent"
     )
     tx.set(
         claim=None,
@@ -358,6 +358,11 @@ def _after_expiry(s: State) -> str:
             "cancel_expired policy accepts that), or start a new thread (set_thread_id)"
         )
     return "Start a new thread (set_thread_id) to go on"
+
+
+def _interrupts_named(ids: tuple[str, ...]) -> str:
+    """``interrupt 'p'``, or ``interrupts 'p', 'q'`` (a few of many)."""
+    return f"interrupt{'' if len(ids) == 1 else 's'} {err.listed([err.quote(i) for i in ids])}"
 
 
 def _held_claim_expired(s: State, now: float) -> tuple[str, ...]:
@@ -614,8 +619,14 @@ def _stop(s: State, i: Stop, now: float) -> Transition:
 def _set_state(s: State, i: SetState, now: float) -> Transition:
     if s.claim is not None:
         raise err.StateLockedError(
-            "cannot set_state: a resume is in flight and captured the state; "
-            "wait until the server acknowledges it (pending_interrupts becomes None)"
+            "cannot set_state: a resume is in flight and captured the state; set it once "
+            "the resumed run has finished (is_loading becomes False)"
+        )
+    if s.run is not None and s.resuming:
+        # Not stop(): inside a resumed interaction that requires a new thread (R-F5).
+        raise err.StateLockedError(
+            "cannot set_state: the resumed run owns the state until it finishes; set it "
+            "once is_loading becomes False"
         )
     if s.run is not None:
         raise err.StateLockedError(
@@ -642,17 +653,19 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
         )
     if s.batch is None or s.batch.id != i.batch_id:
         now_pending = f"batch {s.batch.id!r} is pending" if s.batch else "no batch is pending"
+        what_now = (
+            "rebuild the form from pending_interrupts" if s.batch else "nothing awaits answers"
+        )
         raise err.StaleBatchError(
-            f"batch {i.batch_id!r} is not the pending batch ({now_pending}); "
-            "rebuild the form from pending_interrupts"
+            f"batch {i.batch_id!r} is not the pending batch ({now_pending}); {what_now}"
         )
     entries, problems = check_entries(s.batch, i.entries)
     policy = s.options.expiry
     expired = _claim_blocked_by_expiry(s, entries, now, policy)
     if expired:
         raise err.BatchExpiredError(
-            f"interrupt {', '.join(map(repr, expired))} has expired, so these answers "
-            f"cannot be sent. {_after_expiry(s)}",
+            f"{_interrupts_named(expired)} {'has' if len(expired) == 1 else 'have'} expired, "
+            f"so these answers cannot be sent. {_after_expiry(s)}",
             expired,
         )
     if problems:

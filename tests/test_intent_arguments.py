@@ -21,7 +21,7 @@ from interlude.adapters.fake import (
     started,
 )
 from interlude.adapters.resource import Resource
-from interlude.core.errors import InvalidResumeError, ResumeProblem, UsageError
+from interlude.core.errors import InvalidResumeError, ResumeProblem, StaleBatchError, UsageError
 from interlude.core.wire.messages import ToolMessage, UserMessage
 
 CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
@@ -231,9 +231,17 @@ def test_resume_entry_keys_of_mixed_types_are_reported_not_sorted_into_a_crash()
     """An entry whose keys mix strings and numbers is refused with its unknown keys listed."""
     _, chat, batch = paused_chat(ask("a"))
     before = chat.core_state
-    with pytest.raises(InvalidResumeError, match=r"unknown keys \['x', 0\]"):
+    with pytest.raises(InvalidResumeError) as info:
         chat.resume(batch.id, [{"interrupt_id": "a", "status": "resolved", "x": 1, 0: 2}])
     assert chat.core_state is before
+    # Named by the interrupt it answers, as the other problems are, and the keys it takes.
+    assert info.value.problems == (
+        "entry for 'a' has unknown keys ['x', 0] (an entry takes interrupt_id, status, "
+        "payload and metadata)",
+    )
+    with pytest.raises(InvalidResumeError) as info:
+        chat.resume(batch.id, [{"interrupt_id": "zz", "status": "resolved", "paylod": 1}])
+    assert info.value.problems[0].startswith("entry 0 has unknown keys ['paylod']")
 
 
 def test_a_resume_entry_naming_two_different_interrupts_is_refused() -> None:
@@ -365,4 +373,17 @@ def test_every_problem_of_an_entry_is_reported_not_the_first_alone() -> None:
     assert caught.value.for_interrupt("b") == (
         "entry for 'b' is cancelled and must not carry a payload",
         "entry for 'b' has metadata that is not a JSON object",
+    )
+
+
+def test_R_B2_a_resume_with_nothing_pending_says_so_and_nothing_else() -> None:
+    """A stale batch id when no batch is pending: no form to rebuild."""
+    driver, chat, batch = paused_chat(ask("a"))
+    chat.resume(batch.id, [{"interrupt_id": "a", "status": "resolved"}])
+    driver.run_until_idle()
+    assert chat.pending_interrupts is None
+    with pytest.raises(StaleBatchError) as info:
+        chat.resume(batch.id, [{"interrupt_id": "a", "status": "resolved"}])
+    assert str(info.value) == (
+        f"batch {batch.id!r} is not the pending batch (no batch is pending); nothing awaits answers"
     )

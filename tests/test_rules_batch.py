@@ -260,6 +260,10 @@ def test_R_A2_batch_ids_are_unique_and_never_reused() -> None:
             driver, chat, StaleBatchError, lambda old=old: chat.resume(old, answer_all(batches[3]))
         )
     assert chat.pending_interrupts is batches[3]
+    stale = assert_rejected(
+        driver, chat, StaleBatchError, lambda: chat.resume(ids[0], answer_all(batches[3]))
+    )
+    assert str(stale).endswith("; rebuild the form from pending_interrupts")
 
 
 def test_R_A3_every_field_kept_empty_strings_kept_absent_stays_none() -> None:

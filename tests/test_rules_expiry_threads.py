@@ -127,7 +127,11 @@ def test_R_G1_one_expired_interrupt_blocks_the_whole_batch():
     err = rejected(chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch)))
     assert err.interrupt_ids == ("b",)
     assert "Start a new thread (set_thread_id)" in str(err) and "cancelled" not in str(err)
+    assert str(err).startswith("interrupt 'b' has expired, so these answers cannot be sent.")
     assert_paused(chat, batch)
+    driver.advance(90)
+    err = rejected(chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch)))
+    assert str(err).startswith("interrupts 'a', 'b' have expired, so these answers cannot")
     assert len(driver.requests) == 1
 
 

@@ -118,7 +118,8 @@ def test_R_D2_set_state_locked_from_claim_through_the_resumed_run():
     chat.set_state({"client": "before"})
     chat.resume(batch.id, approve(batch))
     # claimed, not sent yet
-    rejected(chat, StateLockedError, lambda: chat.set_state({"x": 1}))
+    locked = rejected(chat, StateLockedError, lambda: chat.set_state({"x": 1}))
+    assert "set it once the resumed run has finished (is_loading becomes False)" in str(locked)
     assert driver.step()  # the resume request goes out; its stream is held
     assert len(driver.requests) == 2
     rejected(chat, StateLockedError, lambda: chat.set_state({"x": 2}))
@@ -128,7 +129,12 @@ def test_R_D2_set_state_locked_from_claim_through_the_resumed_run():
     assert driver.step()  # the matching RUN_STARTED
     assert chat.pending_interrupts is None
     assert chat.is_resuming and chat.is_loading
-    rejected(chat, StateLockedError, lambda: chat.set_state({"x": 3}))
+    locked = rejected(chat, StateLockedError, lambda: chat.set_state({"x": 3}))
+    # Not "stop() first": inside a resumed interaction that costs the thread (R-F5).
+    assert str(locked) == (
+        "cannot set_state: the resumed run owns the state until it finishes; set it once "
+        "is_loading becomes False"
+    )
 
     driver.release(100)
     driver.run_until_idle()
