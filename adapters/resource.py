@@ -142,6 +142,17 @@ class Resource:
         return sel.attempts(self._state)
 
     @property
+    def retry_cause(self) -> InterludeError | None:
+        """What the current run's last retried attempt failed with (an HTTP 503, a
+        timeout), to show while it retries; None on a first attempt or when idle."""
+        return sel.retry_cause(self._state)
+
+    @property
+    def retry_due(self) -> float | None:
+        """When the waiting retry goes out, on the driver's clock; None unless retrying."""
+        return sel.retry_due(self._state)
+
+    @property
     def error(self) -> InterludeError | None:
         return self._state.error
 

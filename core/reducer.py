@@ -464,7 +464,7 @@ def _retry_or_fail(tx: _Tx, error: err.InterludeError, now: float) -> None:
     timer = tx.serial()
     backoff = policy.delay(run.attempts, timer, tx.s.options.id_prefix or "interlude")
     due = now + min(max(backoff, asked or 0), MAX_WAIT)  # Retry-After is a lower bound
-    tx.set(run=evolve(run, attempt=None, retry_timer=timer))
+    tx.set(run=evolve(run, attempt=None, retry_timer=timer, retry_cause=error, retry_due=due))
     tx.emit(StartTimer(timer, due, "retry"))
     _watch_claim_expiry(tx, now)
 
@@ -1237,7 +1237,9 @@ def _timer_fired(s: State, i: TimerFired, now: float) -> Transition:
         return tx.done()
     run_id = tx.new_id("run")
     attempt = Attempt(id=tx.serial(), run_id=run_id, number=run.attempts + 1)
-    tx.set(run=evolve(run, attempt=attempt, retry_timer=None, attempts=attempt.number))
+    tx.set(
+        run=evolve(run, attempt=attempt, retry_timer=None, retry_due=None, attempts=attempt.number)
+    )
     # R-F2: the captured request, byte for byte, with only a fresh run id.
     tx.emit(StartAttempt(attempt.id, evolve(run.template, run_id=run_id)))
     return tx.done()

@@ -32,6 +32,8 @@ __all__ = [
     "needs_new_thread",
     "output",
     "pending_interrupts",
+    "retry_cause",
+    "retry_due",
     "shared_state",
     "thread_id",
 ]
@@ -127,6 +129,17 @@ def is_loading(s: State) -> bool:
 def is_retrying(s: State) -> bool:
     """Waiting out a back-off before the next attempt of the current run (R-F1)."""
     return s.run is not None and s.run.attempt is None
+
+
+def retry_cause(s: State) -> InterludeError | None:
+    """The failure the current run last retried after: while it waits (``is_retrying``)
+    and during the attempt that follows; None on a first attempt or when idle (R-F1)."""
+    return s.run.retry_cause if s.run is not None else None
+
+
+def retry_due(s: State) -> float | None:
+    """When the waiting retry goes out (the driver's clock); None unless ``is_retrying``."""
+    return s.run.retry_due if s.run is not None else None
 
 
 def attempts(s: State) -> int:

@@ -273,6 +273,10 @@ class Run:
     attempts: int = 1
     """Attempts started so far; the retry budget counts these (R-F1)."""
     retry_timer: int | None = None
+    retry_cause: InterludeError | None = None
+    """The failure of the latest attempt that was retried (None before any retry)."""
+    retry_due: float | None = None
+    """When the retry timer fires (None unless waiting for it)."""
 
 
 @attrs.frozen

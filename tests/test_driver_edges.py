@@ -133,17 +133,26 @@ def test_R_J6_R_D5_pending_ids_run_in_call_order_once_each() -> None:
 
 
 def test_R_F1_retry_progress_is_visible() -> None:
+    """R-F1: while a run retries, an application can show why and until when
+    ("reconnecting in 2 s: the connection dropped"), though ``error`` stays None."""
     driver = FakeDriver(ScriptedAgent().then(drop(), lambda r: reply(started(r), finished(r))))
     chat = driver.chat(Options(retry=RetryPolicy(jitter=0, base_delay=2.0)))
     chat.send("go")
     assert (chat.is_retrying, chat.attempts) == (False, 1)
+    assert (chat.retry_cause, chat.retry_due) == (None, None)
     driver.step()  # the first attempt goes out
     driver.step()  # and drops
     assert (chat.is_retrying, chat.attempts, chat.is_loading) == (True, 1, True)
+    assert chat.error is None and isinstance(chat.retry_cause, TransportError)
+    assert chat.retry_cause == TransportError("the connection dropped", retryable=True)
+    assert chat.retry_due == driver.now() + 2.0
+    cause = chat.retry_cause
     driver.advance(2.0)
     assert (chat.is_retrying, chat.attempts) == (False, 2)
+    assert (chat.retry_cause, chat.retry_due) == (cause, None)  # the attempt after it
     driver.run_until_idle()
     assert (chat.is_retrying, chat.attempts, chat.error) == (False, 0, None)
+    assert (chat.retry_cause, chat.retry_due) == (None, None)
 
 
 def test_R_F1_an_endpoints_retry_after_is_a_lower_bound_on_the_back_off() -> None:
