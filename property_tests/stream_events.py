@@ -148,7 +148,8 @@ well_formed_events = st.one_of(
 @st.composite
 def _annotated(draw: st.DrawFn) -> dict[str, Any]:
     """A well-formed event, sometimes with ``metadata`` (merged into what the event
-    names, key by key) and a ``subagentRunId``: the fields every event may carry."""
+    names, key by key) and a ``subagentRunId`` (which a ``MESSAGES_SNAPSHOT`` cannot
+    carry, AG-UI 1.0: there it is stripped, with a warning)."""
     e = dict(draw(well_formed_events))
     if draw(st.integers(0, 3)) == 0:
         e["metadata"] = draw(st.dictionaries(st.sampled_from(["k", "source"]), small_json))

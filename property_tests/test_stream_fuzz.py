@@ -192,3 +192,46 @@ def test_R_J2_R_F6_a_later_run_naming_an_earlier_runs_ids_keeps_what_was_committ
     _, _, again = _two_runs(first, second)
     assert list(again.messages) == list(chat.messages)
     assert str(again.error) == str(chat.error) and again.warnings == chat.warnings
+
+
+def _one_run(events: list[dict[str, Any]]) -> Resource:
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), *events, finished(req))))
+    chat = driver.chat(state={"a": [1]})
+    assert watched(chat) == []
+    chat.send("Go", message_id="u0")
+    driver.run_until_idle(follow_retries=False)
+    return chat
+
+
+LEFT_OUT = "left out what AG-UI 1.0 does not define"
+
+
+@settings(max_examples=200)
+@given(
+    events=st.lists(content_events, max_size=10),
+    later=st.lists(st.booleans(), min_size=10, max_size=10),
+)
+def test_R_J1_a_member_nothing_defines_changes_nothing_but_the_warnings(
+    events: list[dict[str, Any]], later: list[bool]
+) -> None:
+    """AG-UI 1.0 (Processing Model): a member an event does not define is stripped, not
+    an error. The same events, some carrying one, give the same history, state and
+    error, and a warning names each such member; nothing else in the warnings moves
+    (but out of the newest 20)."""
+    plain = _one_run(events)
+    marks = later[: len(events)]
+    marked = [
+        {**e, "laterField": {"x": [1]}} if m else e for e, m in zip(events, marks, strict=True)
+    ]
+    chat = _one_run(marked)
+    assert list(chat.messages) == list(plain.messages)
+    assert thaw(chat.state) == thaw(plain.state)
+    assert str(chat.error) == str(plain.error)
+    if any(LEFT_OUT in w for w in plain.warnings):
+        return  # the drawn events strip material of their own: notes would merge
+    notes = [w for w in chat.warnings if LEFT_OUT in w]
+    assert all(w.endswith(f"{LEFT_OUT}: member 'laterField'") for w in notes)
+    others = [w for w in chat.warnings if LEFT_OUT not in w]
+    assert others == list(plain.warnings)[len(plain.warnings) - len(others) :]
+    if any(marks) and plain.error is None:
+        assert notes, "a stripped member with no warning"
