@@ -27,7 +27,7 @@ import inspect
 import json
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args, overload
 
 import attrs
 import trio
@@ -128,19 +128,52 @@ class _Timer:
     purpose: str
 
 
+if TYPE_CHECKING:  # a default (PEP 696): a bare ``FakeDriver`` is ``FakeDriver[Resource]``
+    from typing_extensions import TypeVar
+
+    R = TypeVar("R", bound=Resource, default=Resource)
+else:  # typing.TypeVar takes no default before Python 3.13
+    from typing import TypeVar
+
+    R = TypeVar("R", bound=Resource)
+
 _KEEP_CANCELLED = 64
 """Cancelled timers noted before the heap is cleaned of them (amortized O(1) each)."""
 
 
-class FakeDriver(ResourceFactory[Resource]):
-    """Runs resources against a :class:`ScriptedAgent`, one step at a time."""
+class FakeDriver(ResourceFactory[R]):
+    """Runs resources against a :class:`ScriptedAgent`, one step at a time.
+
+    Generic in the class of its resources: ``FakeDriver(agent)`` is a
+    ``FakeDriver[Resource]``, and ``FakeDriver(agent, resource_class=Recorded)`` a
+    ``FakeDriver[Recorded]``, whose ``chat()`` and ``completion()`` are typed ``Recorded``.
+    """
+
+    @overload
+    def __init__(
+        self: FakeDriver[Resource],
+        agent: ScriptedAgent | None = None,
+        *,
+        clock: FakeClock | None = None,
+        tool_loop: ToolLoop = "trio",
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        agent: ScriptedAgent | None = None,
+        *,
+        clock: FakeClock | None = None,
+        resource_class: type[R],
+        tool_loop: ToolLoop = "trio",
+    ) -> None: ...
 
     def __init__(
         self,
         agent: ScriptedAgent | None = None,
         *,
         clock: FakeClock | None = None,
-        resource_class: type[Resource] = Resource,
+        resource_class: type[Any] = Resource,
         tool_loop: ToolLoop = "trio",
     ) -> None:
         """``resource_class`` lets wrappers and tests use a subclass of Resource.
@@ -150,7 +183,7 @@ class FakeDriver(ResourceFactory[Resource]):
             raise UsageError(f"FakeDriver: tool_loop is 'trio' or 'asyncio', not {tool_loop!r}")
         self._tool_loop = tool_loop
         self.agent = agent if agent is not None else ScriptedAgent()
-        self.resource_class = resource_class
+        self.resource_class: type[R] = resource_class
         self.clock = clock if clock is not None else FakeClock()
         self._actions: deque[tuple[str, Any]] = deque()
         self._timers: list[tuple[float, int, _Timer]] = []
@@ -170,7 +203,7 @@ class FakeDriver(ResourceFactory[Resource]):
         thread_id: str | None,
         messages: Sequence[Message],
         state: Any,
-    ) -> Resource:
+    ) -> R:
         r = self.resource_class(self, options, thread_id=thread_id, messages=messages, state=state)
         self._tools[id(r)] = {name: ToolShape.of(fn) for name, fn in local_tools.items()}
         return r

@@ -4,14 +4,18 @@ It also runs, as a test (``test_typed_usage.py``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started
 from interlude.adapters.fake.script import Reply, Request
 from interlude.adapters.resource import Resource
 from interlude.core import (
     FrozenDict,
+    Input,
     Message,
     MessageView,
     StartAttempt,
+    Transition,
     freeze,
     initial_state,
     step,
@@ -66,3 +70,36 @@ def observe_a_subclass() -> int:
     chat.send("hi")
     driver.run_until_idle()
     return chat.seen
+
+
+class Inputs(Resource):
+    """docs/testing.md's subclass: keeps the name of every input it steps."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.inputs: list[str] = []
+
+    def apply(self, input: Input, *, now: float | None = None) -> Transition:
+        self.inputs.append(type(input).__name__)
+        return super().apply(input, now=now)
+
+
+def record_inputs() -> list[str]:
+    """``resource_class`` types what ``chat()`` and ``completion()`` return: no isinstance."""
+    driver = FakeDriver(
+        ScriptedAgent(lambda req: reply(started(req), finished(req))), resource_class=Inputs
+    )
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    completion: Inputs = driver.completion()
+    return chat.inputs + completion.inputs
+
+
+def plain_driver(driver: FakeDriver) -> Resource:
+    """A bare ``FakeDriver`` (no type argument) is a driver of plain resources, under --strict."""
+    return driver.chat()
+
+
+def default_driver() -> Resource:
+    return plain_driver(FakeDriver())
