@@ -385,3 +385,39 @@ def test_live_timers_still_fire_in_order_after_the_heap_is_cleaned() -> None:
         driver.advance_to(start + minutes * 60)
         assert told == [10, 20, 30][:left]  # its timer fired at its own time (R-G3)
         assert len(driver.pending_timers()) == 3 - left
+
+
+# -- a script's answers are checked where they come in -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda req: [started(req), finished(req)],  # the events, not wrapped in reply(...)
+        lambda req: None,  # a handler that forgot to return
+    ],
+)
+def test_a_handler_that_returns_no_reply_is_named_with_its_request(answer: Any) -> None:
+    agent = ScriptedAgent(answer).then(lambda req: reply(started(req), finished(req)))
+    driver = FakeDriver(agent)
+    chat = driver.chat()
+    chat.send("first")
+    driver.run_until_idle()  # the queued answer: a Reply
+    chat.send("second")
+    with pytest.raises(TypeError, match=r"request 2 .*not a Reply.*wrap the events in reply\("):
+        driver.run_until_idle()
+
+
+def test_a_queued_answer_that_returns_no_reply_is_named_with_its_request() -> None:
+    driver = FakeDriver(ScriptedAgent().then(lambda req: [started(req), finished(req)]))
+    driver.chat().send("hi")
+    with pytest.raises(TypeError, match=r"request 1 .*a list, not a Reply"):
+        driver.run_until_idle()
+
+
+def test_then_takes_replies_and_functions_only() -> None:
+    agent = ScriptedAgent()
+    with pytest.raises(TypeError, match=r"then\(\) item 2 is a list.*wrap the events in reply\("):
+        agent.then(refuse(503), [{"type": "RUN_STARTED"}])
+    with pytest.raises(TypeError, match=r"then\(\) item 1 is a dict"):
+        agent.then({"type": "RUN_STARTED"})

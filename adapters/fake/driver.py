@@ -42,7 +42,7 @@ from interlude.core.commands import (
     StartAttempt,
     StartTimer,
 )
-from interlude.core.errors import UsageError
+from interlude.core.errors import UsageError, a_type
 from interlude.core.json import thaw
 from interlude.core.options import Options
 from interlude.core.wire.codec import WireError, dumps, encode_event, encode_request
@@ -94,21 +94,43 @@ class ScriptedAgent:
         self.requests: list[Request] = []
 
     def then(self, *replies: Callable[[Request], Reply] | Reply) -> ScriptedAgent:
-        """Answer the next requests with these, in order, before the handler."""
+        """Answer the next requests with these, in order, before the handler.
+
+        Each is a :class:`Reply` or a function of the :class:`Request` returning one;
+        anything else raises ``TypeError`` here, and nothing is queued.
+        """
+        for n, item in enumerate(replies, 1):
+            if not isinstance(item, Reply) and not callable(item):
+                raise TypeError(
+                    f"then() item {n} is {a_type(item)}, not a Reply or a function of the "
+                    f"request returning one: {_WRAP}"
+                )
         self._queued.extend(replies)
         return self
 
     def answer(self, request: Request) -> Reply:
+        """The answer to ``request``; ``TypeError`` if the script's is not a Reply."""
         self.requests.append(request)
         if self._queued:
             nxt = self._queued.popleft()
-            return nxt if isinstance(nxt, Reply) else nxt(request)
-        if self._handler is None:
+            answer = nxt if isinstance(nxt, Reply) else nxt(request)
+        elif self._handler is None:
             raise AssertionError(
                 f"the scripted agent has no answer for request {len(self.requests)} "
                 f"(run {request.run_id}); add one with then() or a handler"
             )
-        return self._handler(request)
+        else:
+            answer = self._handler(request)
+        if not isinstance(answer, Reply):
+            what = "None" if answer is None else a_type(answer)
+            raise TypeError(
+                f"the scripted agent's answer to request {len(self.requests)} (run "
+                f"{request.run_id}) is {what}, not a Reply: {_WRAP}"
+            )
+        return answer
+
+
+_WRAP = "wrap the events in reply(...) (or use held, refuse or drop)"
 
 
 @attrs.define
