@@ -421,3 +421,73 @@ def test_then_takes_replies_and_functions_only() -> None:
         agent.then(refuse(503), [{"type": "RUN_STARTED"}])
     with pytest.raises(TypeError, match=r"then\(\) item 1 is a dict"):
         agent.then({"type": "RUN_STARTED"})
+
+
+# -- timers already due fire without moving the clock ------------------------------------
+
+
+def _asks(expires_at: str) -> Any:
+    ask = {"id": "q", "reason": "input_required", "expiresAt": expires_at}
+    return lambda req: reply(started(req), interrupted(req, ask))
+
+
+def test_an_expiry_already_past_fires_in_run_until_idle_without_moving_the_clock() -> None:
+    """An interrupt that expired before the fake clock's epoch: its timer is due at once,
+    so running until idle fires it (observers are told, R-G3), and the clock stays."""
+    driver = FakeDriver(ScriptedAgent().then(_asks("2026-12-31T23:59:00Z")))
+    start = driver.clock.now()
+    chat = driver.chat()
+    timers: list[int | None] = []
+    chat.subscribe(lambda r: timers.append(r.core_state.expiry_timer))
+    chat.send("hi")
+    driver.run_until_idle()
+    assert driver.pending_timers() == []  # it fired: no advance(0) needed
+    assert timers[-1] is None and any(t is not None for t in timers)  # observers were told
+    assert chat.is_expired and chat.pending_interrupts is not None
+    assert driver.clock.now() == start
+
+
+def test_step_fires_a_due_timer_once_nothing_else_is_queued() -> None:
+    driver = FakeDriver(ScriptedAgent().then(_asks("2026-12-31T23:59:00Z")))
+    chat = driver.chat()
+    chat.send("hi")
+    while driver.pending_timers() == []:
+        assert driver.step()  # the request, RUN_STARTED, then RUN_FINISHED starts the timer
+    assert driver.step()  # the stream's end: queued actions come first
+    assert driver.pending_timers() != []
+    assert driver.step()  # then the timer due at or before now()
+    assert driver.pending_timers() == [] and not driver.step()
+
+
+def test_due_timers_fire_without_follow_retries_and_future_ones_wait() -> None:
+    driver = FakeDriver(ScriptedAgent(_asks("2026-12-31T23:59:00Z")))
+    past, future = driver.chat(), driver.chat()
+    past.send("hi")
+    driver.run_until_idle(follow_retries=False)
+    assert driver.pending_timers() == []
+    driver.agent = ScriptedAgent(_asks("2027-01-01T00:01:00Z"))
+    future.send("hi")
+    driver.run_until_idle()  # an expiry in the future never moves the clock by itself
+    assert len(driver.pending_timers()) == 1 and not future.is_expired
+
+
+def test_run_until_idle_stops_the_clock_at_an_expiry_that_cancels_the_retry() -> None:
+    """The claim's interrupt expires during the retry back-off: the expiry releases the
+    claim and cancels the retry, so nothing happens at the retry's due time and the
+    clock must not be moved there."""
+    soon = "2027-01-01T00:00:00.300Z"  # FAKE_EPOCH + 0.3 s; the back-off is 0.5 s
+    driver = FakeDriver(ScriptedAgent().then(_asks(soon), refuse(503)))
+    start = driver.clock.now()
+    chat = driver.chat(Options(retry=RetryPolicy(max_attempts=3, jitter=0)))
+    chat.send("hi")
+    driver.run_until_idle(follow_retries=False)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    assert len(driver.requests) == 2  # the refused resume; its retry never went out
+    assert chat.error is not None and "expired before the resume could be retried" in str(
+        chat.error
+    )
+    assert driver.pending_timers() == []
+    assert driver.clock.now() - start == pytest.approx(0.3)  # not 0.5

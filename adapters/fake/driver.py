@@ -15,8 +15,9 @@ act between a claim and its send: stop it, or move the clock past an expiry.
     assert agent.requests[0].json["messages"][0]["content"] == "hello"
 
 ``step()`` does one thing (sends one request, delivers one event, runs one
-tool); ``release()`` lets a held stream deliver more; ``advance(seconds)``
-moves the fake clock and fires the timers that fall due, in order.
+tool, or fires one timer already due); ``release()`` lets a held stream
+deliver more; ``advance(seconds)`` moves the fake clock and fires the timers
+that fall due, in order.
 """
 
 from __future__ import annotations
@@ -261,7 +262,9 @@ class FakeDriver(ResourceFactory[R]):
     # -- stepping --------------------------------------------------------------------------
 
     def step(self) -> bool:
-        """Carry out one queued action; False when there is nothing ready."""
+        """Carry out one queued action, else fire the soonest timer due at or before
+        ``now()`` (it would have fired already on a real loop); False when nothing is
+        ready. The clock does not move."""
         while self._actions:
             kind, payload = self._actions.popleft()
             if kind == "deliver":  # the common action: one frame
@@ -271,14 +274,17 @@ class FakeDriver(ResourceFactory[R]):
                 return True
             if kind == "tool" and self._run_tool(*payload):
                 return True
-        return False
+        return bool(self._timers) and self._fire_next(self.clock._now)
 
     def run_until_idle(self, *, max_steps: int = 100_000, follow_retries: bool = True) -> int:
         """Step until nothing is ready; returns the steps taken.
 
-        With ``follow_retries`` the clock jumps to a pending retry timer when
-        nothing else is ready (expiry timers never move the clock by themselves).
-        Held streams wait for ``release``.
+        Timers due at or before ``now()`` fire (a step each). With ``follow_retries``,
+        when nothing else is ready, the clock moves to the next timer on the way to
+        the soonest retry: an expiry due before that retry fires at its own time
+        first, and the steps it causes run there, so a retry it cancels is never
+        reached. Expiry timers never move the clock by themselves. Held streams wait
+        for ``release``.
         """
         steps = 0
         while steps < max_steps:
@@ -288,7 +294,7 @@ class FakeDriver(ResourceFactory[R]):
             due = self._next_due("retry") if follow_retries else None
             if due is None:
                 return steps
-            self.advance_to(due)
+            self._fire_next(due)  # true: the retry itself is live and due by then
             steps += 1
         raise AssertionError(f"not idle after {max_steps} steps: is the script looping?")
 
@@ -297,12 +303,8 @@ class FakeDriver(ResourceFactory[R]):
         self.advance_to(self.clock.now() + seconds)
 
     def advance_to(self, when: float) -> None:
-        while self._timers and self._timers[0][0] <= when:
-            due, _, t = heapq.heappop(self._timers)
-            if (id(t.resource), t.timer) in self._cancelled_timers:
-                continue
-            self.clock.set(max(due, self.clock.now()))
-            t.resource.apply(i.TimerFired(t.timer))
+        while self._fire_next(when):
+            pass
         self.clock.set(max(when, self.clock.now()))
 
     def release(self, count: int = 1) -> None:
@@ -335,6 +337,19 @@ class FakeDriver(ResourceFactory[R]):
         self._timers = [e for e in self._timers if (id(e[2].resource), e[2].timer) not in dead]
         heapq.heapify(self._timers)
         dead.clear()  # timer ids are never reused once cancelled
+
+    def _fire_next(self, until: float) -> bool:
+        """Fire the soonest live timer due at or before ``until``, moving the clock to
+        its due time if that is later than now; False if there is none."""
+        timers = self._timers
+        while timers and timers[0][0] <= until:
+            due, _, t = heapq.heappop(timers)
+            if (id(t.resource), t.timer) in self._cancelled_timers:
+                continue
+            self.clock.set(max(due, self.clock.now()))
+            t.resource.apply(i.TimerFired(t.timer))
+            return True
+        return False
 
     def _next_due(self, purpose: str) -> float | None:
         live = [
