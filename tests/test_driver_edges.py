@@ -491,3 +491,49 @@ def test_run_until_idle_stops_the_clock_at_an_expiry_that_cancels_the_retry() ->
     )
     assert driver.pending_timers() == []
     assert driver.clock.now() - start == pytest.approx(0.3)  # not 0.5
+
+
+# -- the builders write wire JSON: a snake_case key is a mistake, not a translation ------
+
+
+@pytest.mark.parametrize(
+    ("snake", "camel"),
+    [
+        ("expires_at", "expiresAt"),
+        ("response_schema", "responseSchema"),
+        ("tool_call_id", "toolCallId"),
+        ("subagent_run_id", "subagentRunId"),
+    ],
+)
+def test_interrupted_rejects_the_snake_case_form_of_a_wire_key(snake: str, camel: str) -> None:
+    ask = {"id": "p", "reason": "confirm", snake: "x"}
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
+    driver.chat().send("hi")
+    with pytest.raises(UsageError, match=rf"interrupt 'p'.*'{snake}'.*write '{camel}'"):
+        driver.run_until_idle()
+
+
+def test_finished_rejects_snake_case_keys_in_its_outcome_and_its_interrupts() -> None:
+    def outcome(value: Any) -> Any:
+        return lambda req: reply(started(req), finished(req, value))
+
+    pending = {"type": "success", "pending_tool_call_ids": ["c1"]}
+    nested = {"type": "interrupt", "interrupts": [{"id": "p", "reason": "c", "expires_at": "x"}]}
+    for value, camel in [(pending, "pendingToolCallIds"), (nested, "expiresAt")]:
+        driver = FakeDriver(ScriptedAgent(outcome(value)))
+        driver.chat().send("hi")
+        with pytest.raises(UsageError, match=f"write '{camel}'"):
+            driver.run_until_idle()
+
+
+def test_interrupted_keeps_camel_case_keys_as_given() -> None:
+    schema = {"type": "object"}
+    ask = {"id": "p", "reason": "c", "expiresAt": "2099-01-01T00:00:00Z", "responseSchema": schema}
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    (it,) = batch.interrupts
+    assert it.expires_at == "2099-01-01T00:00:00Z" and it.response_schema == schema

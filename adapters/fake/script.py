@@ -14,8 +14,9 @@ from typing import Any
 
 import attrs
 
-from interlude.core.errors import ProtocolError, TransportError
-from interlude.core.wire.run_input import RunAgentInput
+from interlude.core.errors import ProtocolError, TransportError, UsageError
+from interlude.core.wire.events import SuccessOutcome
+from interlude.core.wire.run_input import Interrupt, RunAgentInput
 
 __all__ = [
     "Reply",
@@ -136,15 +137,61 @@ def started(req: Request) -> dict[str, Any]:
 
 
 def finished(req: Request, outcome: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """RUN_FINISHED closing ``req``; ``outcome`` in wire form (camelCase keys).
+
+    A snake_case key that AG-UI spells in camelCase (``pending_tool_call_ids``, or an
+    interrupt's ``expires_at``) raises ``UsageError``: a reader would strip it.
+    """
     event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": req.thread_id, "runId": req.run_id}
     if outcome is not None:
-        event["outcome"] = dict(outcome)
+        event["outcome"] = _wire_object(outcome, _OUTCOME_KEYS, "finished(): the outcome")
+        interrupts = event["outcome"].get("interrupts")
+        if isinstance(interrupts, list | tuple):
+            event["outcome"]["interrupts"] = [_interrupt(it, "finished()") for it in interrupts]
     return event
 
 
 def interrupted(req: Request, *interrupts: Mapping[str, Any]) -> dict[str, Any]:
-    """RUN_FINISHED with an interrupt outcome holding ``interrupts`` (wire form)."""
-    return finished(req, {"type": "interrupt", "interrupts": [dict(i) for i in interrupts]})
+    """RUN_FINISHED with an interrupt outcome holding ``interrupts`` (wire form).
+
+    Keys are AG-UI's camelCase (``expiresAt``, ``responseSchema``, ``toolCallId``); the
+    snake_case form of one raises ``UsageError`` naming the key to write instead.
+    """
+    wire = [_interrupt(it, "interrupted()") for it in interrupts]
+    return finished(req, {"type": "interrupt", "interrupts": wire})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def _snake_keys(cls: type) -> dict[str, str]:
+    """The snake_case names of ``cls``'s wire fields that the wire spells otherwise."""
+    return {a.name: _camel(a.name) for a in attrs.fields(cls) if a.init and "_" in a.name}
+
+
+_INTERRUPT_KEYS = _snake_keys(Interrupt)
+_OUTCOME_KEYS = _snake_keys(SuccessOutcome)
+
+
+def _interrupt(value: Any, where: str) -> Any:
+    if not isinstance(value, Mapping):
+        return value  # not an object: left to the reader, which says so
+    name = f"interrupt {value['id']!r}" if isinstance(value.get("id"), str) else "an interrupt"
+    return _wire_object(value, _INTERRUPT_KEYS, f"{where}: {name}")
+
+
+def _wire_object(value: Mapping[str, Any], snake: Mapping[str, str], what: str) -> dict[str, Any]:
+    """``value`` as a dict, once no key is the snake_case form of a wire key."""
+    for key in value:
+        if key in snake:
+            raise UsageError(
+                f"{what} has the key {key!r}: write {snake[key]!r}. The builders write "
+                "AG-UI wire JSON as given, in camelCase, and a reader strips a key "
+                "AG-UI does not define"
+            )
+    return dict(value)
 
 
 def run_error(message: str, code: str | None = None) -> dict[str, Any]:
