@@ -468,15 +468,30 @@ class AsyncResource(Resource):
     async def wait_for_batch(self, timeout: float = 30) -> Batch:
         """Wait until a batch awaits answers (pending and not claimed), and return it.
 
-        Raises :class:`RuntimeError` as soon as the resource settles with an error and no
-        batch, rather than wait out ``timeout`` for one that cannot come.
+        Only a run in progress can publish one: as soon as the resource is idle
+        (``is_loading`` False) with no batch, it raises :class:`RuntimeError` rather
+        than wait out ``timeout`` for a batch that cannot come, at once if it is so
+        when called (call it after the intent that starts the run). When the run
+        ended with an error, the ``RuntimeError`` names it and has it as its
+        ``__cause__``.
         """
 
         def ready() -> bool:
             if self.pending_interrupts is not None and not self.is_resuming:
                 return True
-            if self.error is not None and not self.is_loading and self.pending_interrupts is None:
-                raise RuntimeError(f"the run ended with an error and no batch: {self.error!r}")
+            if self._async_driver._tg is None:
+                return False  # _wait says the driver has stopped: the first reason
+            if not self.is_loading and self.pending_interrupts is None:
+                error = self.error
+                if error is not None:
+                    raise RuntimeError(
+                        f"the run ended with an error and no batch: {describe_exception(error)}"
+                    ) from error
+                raise RuntimeError(
+                    "the resource is idle with no batch: no run is in progress to publish "
+                    "one (the last run ended without an interrupt, or none has started). "
+                    "Call wait_for_batch after the intent that starts a run"
+                )
             return False
 
         await self._wait(ready, timeout, "publish a batch awaiting answers")

@@ -429,6 +429,48 @@ def test_wait_for_batch_raises_as_soon_as_the_run_fails_without_one() -> None:
     trio.run(main)
 
 
+def test_wait_for_batch_raises_with_the_resources_error_as_its_cause() -> None:
+    def refuse(req: Request) -> list[Any]:
+        return [Fail(TransportError.from_status(400, "bad request"))]
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport(refuse)) as driver:
+            chat = driver.chat()
+            chat.send("hello")
+            with pytest.raises(RuntimeError, match="ended with an error") as caught:
+                await chat.wait_for_batch(timeout=60)
+            assert caught.value.__cause__ is chat.error
+
+    trio.run(main)
+
+
+def test_wait_for_batch_raises_as_soon_as_the_run_succeeds_without_one() -> None:
+    """A run that finishes without an interrupt leaves no batch to wait for."""
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m1", "No questions."), finished(req), Hang()]
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport(answer)) as driver:
+            chat = driver.chat()
+            chat.send("hello")
+            with trio.fail_after(1), pytest.raises(RuntimeError, match="idle with no batch"):
+                await chat.wait_for_batch(timeout=60)
+            assert chat.error is None and chat.messages[-1].content == "No questions."
+
+    trio.run(main)
+
+
+def test_wait_for_batch_raises_at_once_on_a_resource_with_nothing_in_progress() -> None:
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport()) as driver:
+            chat = driver.chat()  # never ran: no run will publish a batch
+            with trio.fail_after(1), pytest.raises(RuntimeError, match="idle with no batch"):
+                await chat.wait_for_batch(timeout=60)
+
+    trio.run(main)
+
+
 def test_a_non_retryable_transport_error_surfaces_in_error() -> None:
     """R-F1, R-F7: an HTTP 400 is not retried; it is the resource's error, not an exception."""
 
@@ -1032,9 +1074,12 @@ def test_a_wait_in_another_task_ends_when_the_driver_closes(backend: str) -> Non
             outcomes.append((name, anyio.current_time() - start))
 
         # The waits run in a task group outside the driver's block, and outlive it.
-        async with anyio.create_task_group() as outside, TrioDriver(ScriptedTransport()) as driver:
+        hang = ScriptedTransport(lambda req: [Hang()])
+        async with anyio.create_task_group() as outside, TrioDriver(hang) as driver:
+            asking = driver.chat()
+            asking.send("hello")  # a run that never ends (an idle resource raises at once)
             chat = driver.chat()  # idle: never ran, nothing will change it
-            outside.start_soon(wait, "batch", lambda: chat.wait_for_batch(timeout=30))
+            outside.start_soon(wait, "batch", lambda: asking.wait_for_batch(timeout=30))
             outside.start_soon(wait, "change", lambda: chat.next_change(timeout=30))
             await anyio.sleep(0.05)
 
