@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 import attrs
 
@@ -26,6 +26,7 @@ from interlude.core.errors import (
     TransportError,
     UsageError,
     a_type,
+    clip,
     describe_exception,
 )
 from interlude.core.json import JSON
@@ -48,8 +49,13 @@ __all__ = [
 Observer = Callable[["Resource"], None]
 
 
+@runtime_checkable
 class Driver(Protocol):
-    """What a resource needs from its driver: a clock and someone to run commands."""
+    """What a resource needs from its driver: a clock and someone to run commands.
+
+    ``isinstance(obj, Driver)`` works, but checks only that ``now`` and ``execute``
+    are there, not what they take or return: a type checker checks the signatures.
+    """
 
     def now(self) -> float: ...
 
@@ -88,6 +94,18 @@ class Resource:
         self._observers: tuple[Callable[[Any], None], ...] = ()
         self._pending_notifications = 0
         self._notifying = False
+
+    def __repr__(self) -> str:
+        """Kind, thread id, flags, pending batch id and error type: never the history,
+        the state or an error's message, so it is safe to log."""
+        s = self._state
+        thread = None if s.thread_id is None else clip(s.thread_id, 80)
+        batch = None if s.batch is None else clip(s.batch.id, 80)
+        error = None if s.error is None else type(s.error).__name__
+        return (
+            f"<{type(self).__name__} {s.options.kind} thread_id={thread!r} "
+            f"loading={sel.is_loading(s)} resuming={s.resuming} batch={batch!r} error={error}>"
+        )
 
     # -- reading -------------------------------------------------------------------
     #

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import trio
 
 from interlude.adapters.agent_scenarios import rfc3339
 from interlude.adapters.fake import (
+    FakeClock,
     FakeDriver,
     Request,
     ScriptedAgent,
@@ -23,7 +25,9 @@ from interlude.adapters.fake import (
     text,
     tool_call,
 )
+from interlude.adapters.resource import Driver, Resource
 from interlude.adapters.tools import ToolSignal
+from interlude.adapters.trio import TrioDriver
 from interlude.core.errors import ObserverError, TransportError, UsageError
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.reducer import MAX_WARNINGS
@@ -537,3 +541,53 @@ def test_interrupted_keeps_camel_case_keys_as_given() -> None:
     assert batch is not None
     (it,) = batch.interrupts
     assert it.expires_at == "2099-01-01T00:00:00Z" and it.response_schema == schema
+
+
+# -- what a resource and a driver say about themselves ----------------------------------
+
+
+def test_a_resources_repr_is_short_and_never_holds_the_history() -> None:
+    ask = {"id": "q", "reason": "input_required"}
+    driver = FakeDriver(
+        ScriptedAgent().then(
+            lambda req: reply(started(req), interrupted(req, ask)),
+            refuse(400, "no"),
+        )
+    )
+    chat = driver.chat(thread_id="checkout-1")
+    assert repr(chat) == (
+        "<Resource chat thread_id='checkout-1' loading=False resuming=False batch=None error=None>"
+    )
+    chat.send("my card number is 4111 1111 1111 1111")
+    assert "loading=True" in repr(chat)
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": "secret"}])
+    assert f"loading=True resuming=True batch={batch.id!r} error=None" in repr(chat)
+    driver.run_until_idle()
+    text_ = repr(chat)
+    assert text_.endswith(f"loading=False resuming=False batch={batch.id!r} error=TransportError>")
+    assert "4111" not in text_ and "secret" not in text_ and len(text_) < 200
+
+
+def test_a_subclass_and_a_completion_name_themselves_in_their_repr() -> None:
+    class Recorded(Resource):
+        pass
+
+    driver = FakeDriver(resource_class=Recorded)
+    assert repr(driver.completion()).startswith("<Recorded completion thread_id=")
+
+
+class _Silent:
+    async def stream(self, body: bytes) -> AsyncIterator[str]:
+        return
+        yield ""
+
+
+def test_the_driver_protocol_is_checked_by_isinstance() -> None:
+    """It only checks that ``now`` and ``execute`` are there, not their signatures."""
+    assert isinstance(FakeDriver(), Driver)
+    assert isinstance(TrioDriver(_Silent()), Driver)
+    assert not isinstance(object(), Driver)
+    assert not isinstance(FakeClock(), Driver)  # now() alone is not a driver
