@@ -14,6 +14,7 @@ def test_the_typed_usage_module_runs() -> None:
     assert usage.observe_a_subclass() >= 1
     assert usage.record_inputs()[:2] == ["Send", "SendStarting"]
     assert type(usage.default_driver()) is usage.Resource
+    assert usage.an_answer().payload == {"approved": True}
 
 
 def test_an_unknown_message_reads_as_having_no_content() -> None:

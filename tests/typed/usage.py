@@ -14,6 +14,7 @@ from interlude.core import (
     Input,
     Message,
     MessageView,
+    ResumeEntry,
     StartAttempt,
     Transition,
     freeze,
@@ -40,6 +41,16 @@ def schema_checks() -> bool:
     validator = compile_answer_schema(schema)
     items: tuple[object, ...] = freeze([1, 2, 3])
     return validator.check({"approved": True}).ok and items == (1, 2, 3)
+
+
+def an_answer() -> ResumeEntry:
+    """A typed entry's payload and metadata are frozen JSON (reference.md, resume)."""
+    return ResumeEntry(
+        interrupt_id="purchase",
+        status="resolved",
+        payload=freeze({"approved": True}),
+        metadata=freeze({"via": "form"}),
+    )
 
 
 def first_request_body() -> bytes:
