@@ -1999,8 +1999,13 @@ def test_R_J2_max_open_messages_and_calls_are_allowed_at_once() -> None:
             None,
             "message 'm0', message 'm1', message 'm2' and 2 more",
         ),
+        (
+            [ev("TEXT_MESSAGE_START", messageId=f"m{n}") for n in range(3)],
+            None,
+            "message 'm0', message 'm1', message 'm2'",  # three named, none "more"
+        ),
     ],
-    ids=["text", "call", "reasoning-cancelled", "chunk-then-start", "many"],
+    ids=["text", "call", "reasoning-cancelled", "chunk-then-start", "many", "three"],
 )
 def test_R_J2_a_run_that_finishes_with_a_started_item_open_fails(
     events: list[dict[str, Any]], ending: dict[str, Any] | None, named: str
