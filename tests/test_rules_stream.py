@@ -3261,6 +3261,104 @@ def test_R_A1_an_interrupt_commits_the_snapshot_with_an_item_adrift() -> None:
     assert list(chat.core_state.checkpoint.messages) == [user()]
 
 
+ONLY_USER = [{"id": "u1", "role": "user", "content": "Go"}]
+"""A MESSAGES_SNAPSHOT's messages that leave no place for anything streaming."""
+
+
+def test_R_J2_an_adrift_message_keeps_the_owner_its_start_gave_it() -> None:
+    """AG-UI 1.0 (Subagents, Ownership): a message set adrift is still its opener's.
+    Its continuations tagged for that owner are accepted (their content dropped); one
+    tagged for another owner is refused, naming the opener (not the parent agent)."""
+    s1 = {"subagentRunId": "s1"}
+    chat = settled(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lost", **s1),
+        ev("TEXT_MESSAGE_END", messageId="m1", **s1),
+    )
+    assert list(chat.messages) == [user()]
+    assert refusal(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TEXT_MESSAGE_END", messageId="m1", subagentRunId="s2"),
+    ) == ("a TEXT_MESSAGE_END of subagent 's2' continuing message 'm1', which subagent 's1' opened")
+
+
+def test_R_J2_an_adrift_item_is_not_continued_or_restarted_in_another_form() -> None:
+    """An adrift item is still open: a chunk naming an adrift message is the mixed-form
+    error, as for a message in place, and a TOOL_CALL_START of an adrift call is a
+    second start (it made a new call beside the one still open)."""
+    assert refusal(
+        ev("TEXT_MESSAGE_START", messageId="m1"),
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="x"),
+    ) == (
+        "a TEXT_MESSAGE_CHUNK for 'm1', which a START opened and has not ended: a chunk does "
+        "not continue an item of the start, content and end form"
+    )
+    assert (
+        refusal(
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote"),
+            ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote"),
+        )
+        == "tool call 'c1' was started twice"
+    )
+
+
+def test_R_J2_an_adrift_call_does_not_hold_its_id_as_a_message_id() -> None:
+    """Message ids and tool call ids are apart: a call 'c1' adrift (its holder, made
+    with the id 'c1', dropped by the snapshot) does not stop a message 'c1' from
+    starting, and the call's END still ends the call."""
+    chat = settled(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="remote"),
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TEXT_MESSAGE_START", messageId="c1"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="c1", delta="hi"),
+        ev("TEXT_MESSAGE_END", messageId="c1"),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+    )
+    assert list(chat.messages) == [user(), AssistantMessage(id="c1", content="hi")]
+
+
+def test_R_J2_adrift_tool_calls_count_against_the_tool_call_limit() -> None:
+    """MAX_OPEN bounds tool calls open at once, adrift ones included (as for messages)."""
+    starts = [ev("TOOL_CALL_START", toolCallId=f"c{n}", toolCallName="t") for n in range(MAX_OPEN)]
+    error = refusal(
+        *starts,
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TOOL_CALL_START", toolCallId="one-more", toolCallName="t"),
+    )
+    assert error == f"more than {MAX_OPEN} tool calls open at once"
+
+
+def test_R_J2_a_later_snapshot_restating_an_adrift_call_gives_it_back_its_place() -> None:
+    """As for a message: arguments streamed while the call is adrift are lost; once a
+    snapshot restates its holder, further arguments append to the snapshot's."""
+    restated = [
+        *ONLY_USER,
+        {
+            "id": "a1",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "t", "arguments": '{"q"'}}
+            ],
+        },
+    ]
+    chat = settled(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="lost"),
+        ev("MESSAGES_SNAPSHOT", messages=restated),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta=": 1}"),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+    )
+    assert list(chat.messages) == [
+        user(),
+        AssistantMessage(id="a1", tool_calls=(call("c1", "t", '{"q": 1}'),)),
+    ]
+
+
 def test_R_J2_a_tool_result_reusing_a_message_id_fails_the_run_unless_it_repeats_one() -> None:
     """AG-UI 1.0 (Tool Calls): a TOOL_CALL_RESULT is a message with its own id. One naming
     an id the history holds made a second message with it; the same result sent again
