@@ -3359,6 +3359,126 @@ def test_R_J2_a_later_snapshot_restating_an_adrift_call_gives_it_back_its_place(
     ]
 
 
+def test_R_J2_a_call_restated_while_it_streams_keeps_its_opener() -> None:
+    """A snapshot that restates a streaming call's holder opens nothing: the call is
+    still its START's, so that owner's ARGS go on and another owner's are refused."""
+    s1 = {"subagentRunId": "s1"}
+    restated = [
+        *ONLY_USER,
+        {
+            "id": "c1",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{"}}
+            ],
+        },
+    ]
+    chat = settled(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", **s1),
+        ev("MESSAGES_SNAPSHOT", messages=restated),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="}", **s1),
+        ev("TOOL_CALL_END", toolCallId="c1", **s1),
+    )
+    assert list(chat.messages) == [
+        user(),
+        AssistantMessage(id="c1", tool_calls=(call("c1", "t", "{}"),)),  # as restated
+    ]
+    assert (
+        refusal(
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", **s1),
+            ev("MESSAGES_SNAPSHOT", messages=restated),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta="}", subagentRunId="s2"),
+        )
+        == "a TOOL_CALL_ARGS of subagent 's2' continuing tool call 'c1', which subagent 's1' opened"
+    )
+
+
+def test_R_J2_a_tool_call_reopened_in_its_run_keeps_its_messages_owner() -> None:
+    """AG-UI 1.0 (Subagents): a call belongs to its message's owner, reopened or not. An
+    untagged START reopening a call of subagent 's1' continues for 's1' (its tagged
+    ARGS are accepted); a START tagged for another owner is refused."""
+    s1 = {"subagentRunId": "s1"}
+    assert streamed(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", **s1),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", **s1),
+        ev("TOOL_CALL_END", toolCallId="c1", **s1),
+    ) == [AssistantMessage(id="c1", tool_calls=(call("c1", "t", "{}"),), subagent_run_id="s1")]
+    assert refusal(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", **s1),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", subagentRunId="s2"),
+    ) == (
+        "tool call 'c1' of subagent 's2' in message 'c1', which subagent 's1' streamed: "
+        "a call belongs to its message's owner"
+    )
+
+
+def test_R_J2_an_untagged_call_in_an_earlier_runs_message_inherits_its_attribution() -> None:
+    """No event of this run opened the earlier run's 'm0' (of subagent 's1'): an untagged
+    call started in it takes the message's attribution, so ARGS tagged 's1' go on."""
+    earlier = AssistantMessage(id="m0", content="a", subagent_run_id="s1")
+    chat = settled(
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", parentMessageId="m0"),
+        ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}", subagentRunId="s1"),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+        messages=[earlier],
+    )
+    assert chat.messages[0] == AssistantMessage(
+        id="m0", content="a", tool_calls=(call("c1", "t", "{}"),), subagent_run_id="s1"
+    )
+
+
+def test_R_J2_a_tool_call_chunk_of_a_subagent_is_that_subagents() -> None:
+    """A TOOL_CALL_CHUNK tagged for 's1' opening a call without a parent makes its
+    holder attributed to 's1' (as a tagged TOOL_CALL_START does), and the call is
+    its: another subagent's call in that message is refused."""
+    s1 = {"subagentRunId": "s1"}
+    assert streamed(
+        ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="t", delta="{}", **s1),
+    ) == [AssistantMessage(id="c1", tool_calls=(call("c1", "t", "{}"),), subagent_run_id="s1")]
+    assert (
+        refusal(
+            ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="t", delta="{}", **s1),
+            ev("TOOL_CALL_START", toolCallId="c2", toolCallName="t", parentMessageId="c1"),
+            ev("TOOL_CALL_END", toolCallId="c2", subagentRunId="s2"),
+        )
+        == "a TOOL_CALL_END of subagent 's2' continuing tool call 'c2', which subagent 's1' opened"
+    )
+
+
+def test_R_J2_a_message_a_snapshot_dropped_loses_its_owner_for_good() -> None:
+    """What the snapshot dropped goes with its owner: a message 's1' opened and a
+    snapshot dropped, started again by 's2', is 's2''s (it may reopen it)."""
+    s1, s2 = {"subagentRunId": "s1"}, {"subagentRunId": "s2"}
+    chat = settled(
+        ev("TEXT_MESSAGE_START", messageId="m1", **s1),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("MESSAGES_SNAPSHOT", messages=ONLY_USER),
+        ev("TEXT_MESSAGE_START", messageId="m1", **s2),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("TEXT_MESSAGE_START", messageId="m1", **s2),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+    )
+    assert list(chat.messages) == [
+        user(),
+        AssistantMessage(id="m1", content="x", subagent_run_id="s2"),
+    ]
+
+
+def test_R_J2_an_activity_the_parent_agent_opened_takes_no_subagents_delta() -> None:
+    """AG-UI 1.0 (Subagents, Ownership): an ACTIVITY_DELTA tagged for a subagent must not
+    continue an activity the parent agent's ACTIVITY_SNAPSHOT opened in this run."""
+    assert refusal(
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}),
+        ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], subagentRunId="s1"),
+    ) == (
+        "an ACTIVITY_DELTA of subagent 's1' continuing activity 'a1', which the parent agent opened"
+    )
+
+
 def test_R_J2_a_tool_result_reusing_a_message_id_fails_the_run_unless_it_repeats_one() -> None:
     """AG-UI 1.0 (Tool Calls): a TOOL_CALL_RESULT is a message with its own id. One naming
     an id the history holds made a second message with it; the same result sent again
