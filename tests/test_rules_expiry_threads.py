@@ -423,6 +423,37 @@ def test_R_F3_R_G2_a_claim_in_back_off_is_released_when_an_interrupt_it_resolves
     assert len(driver.requests) == 2  # the retry never went out
 
 
+def test_R_F3_R_G2_a_claim_in_back_off_is_watched_past_an_expiry_it_cancels():
+    """R-G2's cancel_expired policy, R-G3: the claim cancels 'a' (expires at 5 s) and
+    'x' (30 s), and resolves 'b' (50 s) and 'c' (80 s); its first attempt is refused,
+    the retry is due at 101 s. The batch's timer fires for 'a', which does not block the
+    claim: the next expiry that would, 'b''s (not the cancelled 'x''s, not the latest),
+    gets a timer of its own, and the claim is released the moment 'b' expires."""
+    driver, chat, batch = paused_chat(
+        ask("a", at(5)),
+        ask("x", at(30)),
+        ask("b", at(50)),
+        ask("c", at(80)),
+        replies=[refuse(503), succeed()],
+        options=Options(
+            expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+        ),
+    )
+    driver.advance(1)
+    chat.resume(batch.id, entries(batch, cancel=["a", "x"]))
+    assert driver.step()  # the first attempt is refused: retry due at 101 s
+    assert chat.is_resuming and len(driver.requests) == 2
+    driver.advance(4)  # 5 s: 'a' expires, cancelled by the claim
+    assert chat.is_resuming
+    assert driver.pending_timers() == [(T0 + 50, "expiry"), (T0 + 101, "retry")]
+    driver.advance(45)  # 50 s: 'b' expires
+    assert (chat.is_loading, chat.is_resuming) == (False, False)
+    assert chat.pending_interrupts is batch
+    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("b",)
+    driver.run_until_idle()
+    assert len(driver.requests) == 2  # the retry never went out
+
+
 # -- R-H1 -------------------------------------------------------------------------------
 
 
