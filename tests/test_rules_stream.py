@@ -2403,6 +2403,53 @@ def test_R_J3_late_run_error_is_surfaced_and_does_not_withdraw_the_batch() -> No
     assert chat.messages[-1] == AssistantMessage(id="m2", content="Resumed")
 
 
+def test_R_J3_a_late_run_error_while_a_resume_is_sent_leaves_the_resume_alone() -> None:
+    """R-J3, R-F4: the interrupted run's late RUN_ERROR arrives after resume() sent its
+    request but before the acknowledgement. It is surfaced; the claim stands and the
+    resume goes on (recovery is for a failure inside the acknowledged interaction, R-F5)."""
+    driver, chat = chat_with(
+        interrupt_then(run_error("late")),
+        lambda req: held(started(req), *text("m2", "Resumed"), finished(req)),
+    )
+    start(chat, driver)
+    feed(driver, 5)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": True}])
+    driver.run_until_idle(follow_retries=False)  # the resume's request is out, unanswered
+    first, _ = driver.requests
+    s = chat.core_state
+    assert s.claim is not None and first.attempt in s.lingering
+    t = step(s, FrameReceived(first.attempt, json.dumps(run_error("late"))), FAKE_EPOCH)
+    assert t.commands == ()
+    assert t.state.error == RunError("late")
+    assert (t.state.claim, t.state.resuming, t.state.run) == (s.claim, True, s.run)
+    assert (t.state.batch, t.state.needs_new_thread) == (s.batch, False)
+
+
+def test_R_J3_a_late_run_error_during_a_tool_follow_up_leaves_the_follow_up_alone() -> None:
+    """R-J3: a run that finished with a local tool call sends a late RUN_ERROR while its
+    follow-up run is out. It is surfaced, and the follow-up is not aborted (outside a
+    resumed interaction there is no recovery to enter)."""
+    driver, chat = chat_with(
+        lambda req: held(
+            started(req), *tool_call("c1", "lookup", {}), finished(req), run_error("late")
+        ),
+        lambda req: held(started(req), *text("m2", "B"), finished(req)),
+        local_tools={"lookup": lambda args: "found"},
+    )
+    start(chat, driver)
+    feed(driver, 5)  # the first run, its tool, and the follow-up's request
+    first, follow_up = driver.requests
+    s = chat.core_state
+    assert s.run is not None and s.run.attempt is not None
+    assert s.run.attempt.id == follow_up.attempt and first.attempt in s.lingering
+    t = step(s, FrameReceived(first.attempt, json.dumps(run_error("late"))), FAKE_EPOCH)
+    assert t.commands == ()
+    assert t.state.error == RunError("late")
+    assert (t.state.run, t.state.needs_new_thread) == (s.run, False)
+
+
 LATE_EVENTS: dict[str, Callable[[], Any]] = {
     "text": lambda: ev("TEXT_MESSAGE_START", messageId="late", role="assistant"),
     "state": lambda: state_snapshot({"late": True}),
