@@ -1398,6 +1398,23 @@ def test_warnings_hold_each_note_once_however_often_it_recurs() -> None:
     )
 
 
+def test_R_J1_a_note_repeated_back_to_back_is_no_change_to_observe() -> None:
+    """An unknown event type dropped again, its note already the newest, leaves the
+    state as it was: observers are not called for each of thousands of repeats."""
+    driver, chat = chat_with(
+        lambda req: held(started(req), ev("FUTURE_THING"), ev("FUTURE_THING"), finished(req))
+    )
+    start(chat, driver)
+    feed(driver)  # RUN_STARTED
+    seen: list[tuple[str, ...]] = []
+    chat.subscribe(lambda r: seen.append(r.warnings))
+    feed(driver)
+    assert len(seen) == 1
+    before = chat.core_state
+    feed(driver)  # the same note again
+    assert chat.core_state is before and len(seen) == 1
+
+
 def test_R_J1_a_message_of_an_unknown_role_stays_in_the_history_but_never_goes_back() -> None:
     """AG-UI 1.0 (Processing Model): a consumer MUST remove unrecognised material from
     the run input before sending, and SHOULD warn. A MESSAGES_SNAPSHOT's message of a
