@@ -652,7 +652,7 @@ def _tool_call_start(
     if index is None or not isinstance(messages[index], AssistantMessage):
         # As AG-UI clients do: the call gets its own assistant message, with the parent's
         # id unless a message of another kind (a reasoning one, say) already has it.
-        mid = parent if parent is not None and index is None else tool_call_id
+        mid = parent if parent is not None and index is None else _holder_id(s, tool_call_id)
         holder = AssistantMessage(id=mid, tool_calls=(call,), subagent_run_id=tag)
         owner = tag
         index = len(messages)
@@ -673,6 +673,17 @@ def _tool_call_start(
         open_calls=(*s.open_calls, opened),
         new_calls=s.new_calls.append(tool_call_id),
     )
+
+
+def _holder_id(s: Stream, tool_call_id: str) -> str:
+    """The id of the message made to hold call ``tool_call_id``: the call's own, unless a
+    message has it (call and message ids are separate namespaces), then ``id#2``, ...;
+    the history never holds two messages of one id."""
+    mid, n = tool_call_id, 1
+    while _index_of(s, mid) is not None:
+        n += 1
+        mid = f"{tool_call_id}#{n}"
+    return mid
 
 
 def _reopen_call(s: Stream, held: int, tool_call_id: str, owner: str | None) -> Stream:

@@ -626,6 +626,28 @@ def test_R_J2_a_reopened_tool_call_appends_its_arguments_and_runs_once() -> None
     assert holders == [AssistantMessage(id="c1", tool_calls=(call("c1", "lookup", '{"q": 1}'),))]
 
 
+def test_R_J2_a_calls_own_message_never_takes_an_id_a_message_has() -> None:
+    """Call and message ids are separate namespaces: a call with no assistant message to
+    join gets a message of its own, named after the call unless a message has that id
+    (found by a mutation round: the history held two messages 'u1', and the next request
+    sent both)."""
+    chat = settled(
+        ev("TOOL_CALL_START", toolCallId="u1", toolCallName="t"),
+        ev("TOOL_CALL_END", toolCallId="u1"),
+        ev("TOOL_CALL_START", toolCallId="u1#2", toolCallName="t", parentMessageId="old-u"),
+        ev("TOOL_CALL_END", toolCallId="u1#2"),
+    )
+    assert [(m.id, m.role) for m in chat.messages] == [
+        ("old-u", "user"),
+        ("old-a", "assistant"),
+        ("u1", "user"),
+        ("u1#2", "assistant"),  # the first call's: "u1" is the user's
+        ("u1#2#2", "assistant"),  # the second's, whose parent is a user message
+    ]
+    assert chat.messages[3].tool_calls == (call("u1", "t", ""),)  # type: ignore[union-attr]
+    assert chat.messages[4].tool_calls == (call("u1#2", "t", ""),)  # type: ignore[union-attr]
+
+
 def test_R_J2_event_metadata_merges_into_the_item_the_events_build() -> None:
     """AG-UI 1.0 (Metadata): a consumer MUST merge the metadata of every event making up
     an item, key by key, the last write winning, not recursively; a tool call's lands on
@@ -2867,13 +2889,22 @@ def test_R_J2_a_tool_call_streaming_through_a_messages_snapshot_goes_on() -> Non
 
 
 def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> None:
-    """The core is pure: same state, same input, same output. A draft holding an activity
-    'x' then a call 'x' without a parent (held by an assistant message 'x') skips an
-    ACTIVITY_DELTA 'x' (the newest 'x' is no activity); a sibling version stepped from
-    the same parent once left the shared IdHints at the older 'x', and the delta
-    patched the activity instead."""
-    activity = ev("ACTIVITY_SNAPSHOT", messageId="x", activityType="t", content={"n": 0})
-    result = ev("TOOL_CALL_START", toolCallId="x", toolCallName="t")
+    """The core is pure: same state, same input, same output. A history holding an
+    activity 'x' then an assistant message 'x' (histories may repeat an id) skips an
+    ACTIVITY_DELTA 'x' (the newest 'x' is no activity), however a sibling version
+    stepped from the same state used the IdHints they share: one once left them at the
+    older 'x', and the delta patched the activity instead. (The stream itself no longer
+    makes two messages of one id: a call's own message is 'x#2' when 'x' is taken.)"""
+    history = (
+        *HISTORY,
+        ActivityMessage(id="x", activity_type="t", content=FrozenDict({"n": 0})),
+        AssistantMessage(id="x", content="the newest 'x'"),
+    )
+    sibling = [
+        ev("ACTIVITY_SNAPSHOT", messageId="y", activityType="t", content={"n": 0}),
+        ev("TOOL_CALL_START", toolCallId="x", toolCallName="t"),  # held by 'x#2'
+        ev("TEXT_MESSAGE_START", messageId="x", role="assistant"),  # reopens 'x'
+    ]
     delta = ev(
         "ACTIVITY_DELTA",
         messageId="x",
@@ -2882,7 +2913,7 @@ def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> Non
     )
 
     def acked() -> State:
-        driver, chat = chat_with(succeed_held(ev("CUSTOM", name="x", value=1)))
+        driver, chat = chat_with(succeed_held(ev("CUSTOM", name="x", value=1)), messages=history)
         start(chat, driver)
         feed(driver)  # RUN_STARTED: the draft exists
         return chat.core_state
@@ -2893,13 +2924,13 @@ def test_R_J2_a_lookup_by_id_is_the_same_whatever_a_sibling_version_did() -> Non
             s = step(s, FrameReceived(s.run.attempt.id, json.dumps(e)), 0.0).state
         return s
 
-    alone = go(go(acked(), activity, result), delta)
+    alone = go(acked(), delta)
     parent = acked()
-    version = go(parent, activity, result)
-    go(parent, result)  # a sibling: notes 'x' where this version holds the activity
-    after_sibling = go(version, delta)
+    go(parent, *sibling)  # a sibling: notes ids in the hints this state shares
+    after_sibling = go(parent, delta)
     assert after_sibling.draft is not None and alone.draft is not None
     assert list(after_sibling.draft.messages) == list(alone.draft.messages)
+    assert after_sibling.draft.messages[len(HISTORY)].content == {"n": 0}  # not patched
     assert (
         after_sibling.warnings
         == alone.warnings
