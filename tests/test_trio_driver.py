@@ -413,7 +413,8 @@ def test_expiry_found_just_before_the_send_sends_nothing() -> None:
 
 
 def test_wait_for_batch_raises_as_soon_as_the_run_fails_without_one() -> None:
-    """It does not wait out its timeout for a batch that cannot come."""
+    """It does not wait out its timeout for a batch that cannot come, and the error it
+    raises has the resource's error as its cause."""
 
     def refuse(req: Request) -> list[Any]:
         return [Fail(TransportError.from_status(400, "bad request"))]
@@ -422,23 +423,12 @@ def test_wait_for_batch_raises_as_soon_as_the_run_fails_without_one() -> None:
         async with TrioDriver(ScriptedTransport(refuse)) as driver:
             chat = driver.chat()
             chat.send("hello")
-            with trio.fail_after(1), pytest.raises(RuntimeError, match="ended with an error"):
+            with (
+                trio.fail_after(1),
+                pytest.raises(RuntimeError, match="ended with an error") as caught,
+            ):
                 await chat.wait_for_batch(timeout=60)
             assert isinstance(chat.error, TransportError)
-
-    trio.run(main)
-
-
-def test_wait_for_batch_raises_with_the_resources_error_as_its_cause() -> None:
-    def refuse(req: Request) -> list[Any]:
-        return [Fail(TransportError.from_status(400, "bad request"))]
-
-    async def main() -> None:
-        async with TrioDriver(ScriptedTransport(refuse)) as driver:
-            chat = driver.chat()
-            chat.send("hello")
-            with pytest.raises(RuntimeError, match="ended with an error") as caught:
-                await chat.wait_for_batch(timeout=60)
             assert caught.value.__cause__ is chat.error
 
     trio.run(main)
