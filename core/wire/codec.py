@@ -360,14 +360,21 @@ def _parts(items: Sequence[object], *, strict: bool) -> tuple[FrozenDict, ...]:
     return tuple(out)
 
 
+def _tag(v: Any, key: str, what: str) -> str:
+    """The string under ``key`` naming which kind of ``what`` the object ``v`` is (a
+    part's or an outcome's type, a message's role): the first thing read of a union."""
+    if not isinstance(v, dict):  # a FrozenDict too (an application's own parts)
+        raise _Bad(f"expected {what} (an object), got {_describe(v)}")
+    kind = v.get(key)
+    if type(kind) is not str:
+        raise _Bad(f"expected a string, got {_describe(kind)}", key)
+    return kind
+
+
 def _closed(
     v: Any, shapes: dict[str, dict[str, tuple[bool, str]]], what: str, strict: bool
 ) -> dict[str, Any] | None:
-    if not isinstance(v, dict | FrozenDict):
-        raise _Bad(f"expected {article(what)} (an object), got {_describe(v)}")
-    kind = v.get("type")
-    if type(kind) is not str:
-        raise _Bad(f"expected a string, got {_describe(kind)}", "type")
+    kind = _tag(v, "type", article(what))
     fields = shapes.get(kind)
     if fields is None:
         if strict:
@@ -761,11 +768,7 @@ _PROBE_OUTCOME = _PROBE["outcome"]
 
 
 def _decode_message(v: Any) -> Message:
-    if type(v) is not dict:
-        raise _Bad(f"expected a message (an object), got {_describe(v)}")
-    role = v.get("role")
-    if type(role) is not str:
-        raise _Bad(f"expected a string, got {_describe(role)}", "role")
+    role = _tag(v, "role", "a message")
     cls = _MESSAGE_CLASSES.get(role)
     if cls is None:
         mid = v.get("id")
@@ -776,11 +779,7 @@ def _decode_message(v: Any) -> Message:
 
 
 def _decode_outcome(v: Any) -> ev.Outcome:
-    if type(v) is not dict:
-        raise _Bad(f"expected an outcome (an object), got {_describe(v)}")
-    kind = v.get("type")
-    if type(kind) is not str:
-        raise _Bad(f"expected a string, got {_describe(kind)}", "type")
+    kind = _tag(v, "type", "an outcome")
     if kind == "cancelled":
         return ev.CancelledOutcome()
     if kind == "success":
