@@ -722,6 +722,9 @@ def test_R_J1_what_a_reading_strips_is_named_by_its_path() -> None:
     assert read_frame(json.dumps(interrupts({**OK, "priority": 5})))[1] == (
         LeftOut(("outcome", "interrupts", 0), "member 'priority'"),
     )
+    assert read_frame(json.dumps(finished({"type": "cancelled", "why": "user"})))[1] == (
+        LeftOut(("outcome",), "member 'why'"),
+    )
     started = {
         "type": "RUN_STARTED",
         "threadId": "t",

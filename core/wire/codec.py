@@ -832,11 +832,15 @@ def left_out_note(event_type: str, left: Sequence[LeftOut]) -> str:
 
 _MEMBERS: dict[type, tuple[frozenset[str], tuple[tuple[str, _Walk], ...]]] = {}
 """Per wire class: the keys it defines, and the walks of the values holding more."""
+_OUTCOMES = {
+    "success": ev.SuccessOutcome,
+    "interrupt": ev.InterruptOutcome,
+    "cancelled": ev.CancelledOutcome,
+}
 _DISCRIMINATOR = {
-    **{c: frozenset({"type"}) for c in (*ev.EVENT_TYPES, ev.SuccessOutcome, ev.InterruptOutcome)},
+    **{c: frozenset({"type"}) for c in (*ev.EVENT_TYPES, *_OUTCOMES.values())},
     **{c: frozenset({"role"}) for c in _MESSAGE_CLASSES.values()},
 }
-_CANCELLED: tuple[frozenset[str], tuple[tuple[str, _Walk], ...]] = (frozenset({"type"}), ())
 
 
 _NOTHING_LEFT_OUT: tuple[LeftOut, ...] = ()
@@ -844,11 +848,11 @@ _NOTHING_LEFT_OUT: tuple[LeftOut, ...] = ()
 
 def _left_out_of(cls: type) -> Callable[[Any], tuple[LeftOut, ...]]:
     """What reading a ``cls`` from a valid parsed value strips."""
-    members = _MEMBERS[cls]
+    walk = _walk(cls)
 
     def left_out(v: Any) -> tuple[LeftOut, ...]:
         out: _LeftOut = []
-        _walk_members(members, v, (), out)
+        walk(v, (), out)
         return tuple(out) if out else _NOTHING_LEFT_OUT
 
     return left_out
@@ -891,13 +895,9 @@ def _walk_message(v: Any, path: _Path, out: _LeftOut) -> None:
 
 
 def _walk_outcome(v: Any, path: _Path, out: _LeftOut) -> None:
-    kind = v["type"]
-    if kind == "cancelled":
-        _walk_members(_CANCELLED, v, path, out)
-    elif kind in ("success", "interrupt"):
-        cls = ev.SuccessOutcome if kind == "success" else ev.InterruptOutcome
+    cls = _OUTCOMES.get(v["type"])
+    if cls is not None:  # an unknown type is read as success, and noted by the reducer (R-J5)
         _walk_members(_MEMBERS[cls], v, path, out)
-    # an unknown outcome type is read as success, and noted by the reducer (R-J5)
 
 
 def _walk_content(v: Any, path: _Path, out: _LeftOut) -> None:
@@ -927,6 +927,7 @@ def _walk_content(v: Any, path: _Path, out: _LeftOut) -> None:
 
 
 _READERS = _build()
+_MEMBERS[ev.CancelledOutcome] = (_DISCRIMINATOR[ev.CancelledOutcome], ())  # read by hand
 _EVENT_CLASS: dict[str, type] = {cast(str, c.TYPE): c for c in ev.EVENT_TYPES}
 _EVENTS = {kind: _EVENT_READERS[c] for kind, c in _EVENT_CLASS.items()}
 
