@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from interlude.core.errors import ProtocolError, TransportError, UsageError
+from interlude.core.wire.codec import wire_key
 from interlude.core.wire.events import SuccessOutcome
 from interlude.core.wire.run_input import Interrupt, RunAgentInput
 
@@ -161,14 +162,9 @@ def interrupted(req: Request, *interrupts: Mapping[str, Any]) -> dict[str, Any]:
     return finished(req, {"type": "interrupt", "interrupts": wire})
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p.capitalize() for p in rest)
-
-
 def _snake_keys(cls: type) -> dict[str, str]:
     """The snake_case names of ``cls``'s wire fields that the wire spells otherwise."""
-    return {a.name: _camel(a.name) for a in attrs.fields(cls) if a.init and "_" in a.name}
+    return {a.name: wire_key(a.name) for a in attrs.fields(cls) if a.init and "_" in a.name}
 
 
 _INTERRUPT_KEYS = _snake_keys(Interrupt)

@@ -69,6 +69,7 @@ __all__ = [
     "encode_run_input",
     "left_out_note",
     "read_frame",
+    "wire_key",
 ]
 
 MAX_DEPTH = 256
@@ -137,7 +138,9 @@ def _describe(v: object) -> str:
     return f"a {t.__name__}"
 
 
-def _camel(name: str) -> str:
+def wire_key(name: str) -> str:
+    """The wire's camelCase key for a field's snake_case name (``tool_call_id``:
+    ``toolCallId``), as the codec renames every field."""
     head, *rest = name.split("_")
     return head + "".join(p.capitalize() for p in rest)
 
@@ -603,7 +606,7 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         for a in attrs.fields(cls):
             if not a.init:
                 continue
-            key = _camel(a.name)
+            key = wire_key(a.name)
             make = special.get((cls, a.name)) or table.get(a.type)
             if make is None:
                 raise TypeError(f"no wire hook for {cls.__name__}.{a.name}: {a.type!r}")
@@ -614,10 +617,10 @@ def _build() -> dict[type, Callable[[Any], Any]]:
             u_over[a.name] = override(
                 rename=key, omit_if_default=omit, unstruct_hook=_unstructure_hook(a.type)
             )
-        keys = frozenset(_camel(a.name) for a in attrs.fields(cls) if a.init)
+        keys = frozenset(wire_key(a.name) for a in attrs.fields(cls) if a.init)
         _MEMBERS[cls] = (
             keys | _DISCRIMINATOR.get(cls, frozenset()),
-            tuple((_camel(a.name), inner[a.type]) for a in attrs.fields(cls) if a.type in inner),
+            tuple((wire_key(a.name), inner[a.type]) for a in attrs.fields(cls) if a.type in inner),
         )
         structure: Callable[[Any], Any] = make_dict_structure_fn(cls, converter, **s_over)
         unstructure: _Writer = make_dict_unstructure_fn(cls, converter, **u_over)
@@ -671,14 +674,14 @@ def _fast_path(
         "_slow": slow,
         "_left_out": left_out,
         "_nothing": _NOTHING_LEFT_OUT,
-        "_keys": frozenset(["type", *(_camel(a.name) for a in [*required, *strings])]),
+        "_keys": frozenset(["type", *(wire_key(a.name) for a in [*required, *strings])]),
         "_missing": _MISSING,
         "_Bad": _Bad,
     }
     lines = ["def structure(obj):", "    if obj.keys() <= _keys:"]
     tests, converted = [], []
     for a in [*required, *strings]:
-        v, key = given[a.name], _camel(a.name)
+        v, key = given[a.name], wire_key(a.name)
         lines.append(f"        {v} = obj.get({key!r}, _missing)")
         if a.type is str:
             tests.append(f"type({v}) is str")
