@@ -398,6 +398,12 @@ def test_R_F3_R_G1_expiry_found_before_a_retry_sends_nothing():
     )
 
 
+CANCELLING_SLOW_RETRY = Options(
+    expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+)
+"""The cancel_expired policy, and a retry 100 s after a refused attempt."""
+
+
 def test_R_F3_R_G2_a_claim_in_back_off_is_released_when_an_interrupt_it_resolves_expires():
     """R-G2's cancel_expired policy, R-G3: the claim cancels 'a' (expired) and resolves
     'b' (expires at 50 s); its first attempt is refused, the retry is due at 106 s. The
@@ -407,9 +413,7 @@ def test_R_F3_R_G2_a_claim_in_back_off_is_released_when_an_interrupt_it_resolves
         ask("a", at(5)),
         ask("b", at(50)),
         replies=[refuse(503), succeed()],
-        options=Options(
-            expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
-        ),
+        options=CANCELLING_SLOW_RETRY,
     )
     driver.advance(6)
     chat.resume(batch.id, entries(batch, cancel=["a"]))
@@ -435,9 +439,7 @@ def test_R_F3_R_G2_a_claim_in_back_off_is_watched_past_an_expiry_it_cancels():
         ask("b", at(50)),
         ask("c", at(80)),
         replies=[refuse(503), succeed()],
-        options=Options(
-            expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
-        ),
+        options=CANCELLING_SLOW_RETRY,
     )
     driver.advance(1)
     chat.resume(batch.id, entries(batch, cancel=["a", "x"]))

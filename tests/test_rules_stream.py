@@ -3432,13 +3432,7 @@ def test_R_J2_a_later_snapshot_restating_an_adrift_call_gives_it_back_its_place(
     snapshot restates its holder, further arguments append to the snapshot's."""
     restated = [
         *ONLY_USER,
-        {
-            "id": "a1",
-            "role": "assistant",
-            "toolCalls": [
-                {"id": "c1", "type": "function", "function": {"name": "t", "arguments": '{"q"'}}
-            ],
-        },
+        encode_message(AssistantMessage(id="a1", tool_calls=(call("c1", "t", '{"q"'),))),
     ]
     chat = settled(
         ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
@@ -3460,13 +3454,7 @@ def test_R_J2_a_call_restated_while_it_streams_keeps_its_opener() -> None:
     s1 = {"subagentRunId": "s1"}
     restated = [
         *ONLY_USER,
-        {
-            "id": "c1",
-            "role": "assistant",
-            "toolCalls": [
-                {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{"}}
-            ],
-        },
+        encode_message(AssistantMessage(id="c1", tool_calls=(call("c1", "t", "{"),))),
     ]
     chat = settled(
         ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", **s1),
