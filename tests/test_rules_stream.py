@@ -279,7 +279,6 @@ def test_R_J2_text_message_streams_deltas_then_commits() -> None:
     "event",
     [
         ev("TEXT_MESSAGE_START", messageId="m1", role="tool"),
-        ev("TEXT_MESSAGE_START", messageId="m1", role="critic"),
         ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="reasoning", delta="x"),
         ev("REASONING_MESSAGE_START", messageId="r1", role="assistant"),
         ev("TOOL_CALL_RESULT", messageId="t1", toolCallId="c1", content="x", role="assistant"),
@@ -294,6 +293,47 @@ def test_R_J2_a_role_outside_the_events_set_is_a_protocol_error(event: dict[str,
     before = start(chat, driver)
     error = assert_rolled_back(driver, chat, before)
     assert repr(event["role"]) in str(error)
+
+
+@pytest.mark.parametrize(
+    ("events", "expected", "where"),
+    [
+        (
+            [
+                ev("TEXT_MESSAGE_START", messageId="m1", role="narrator"),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hi"),
+                ev("TEXT_MESSAGE_END", messageId="m1"),
+            ],
+            AssistantMessage(id="m1", content="Hi"),
+            "TEXT_MESSAGE_START",
+        ),
+        (
+            [ev("TEXT_MESSAGE_CHUNK", messageId="m1", role="narrator", delta="Hi")],
+            AssistantMessage(id="m1", content="Hi"),
+            "TEXT_MESSAGE_CHUNK",
+        ),
+        (
+            [ev("TOOL_CALL_RESULT", messageId="t1", toolCallId="c1", content="x", role="oracle")],
+            ToolMessage(id="t1", tool_call_id="c1", content="x"),
+            "TOOL_CALL_RESULT",
+        ),
+    ],
+    ids=["start", "chunk", "result"],
+)
+def test_R_J1_a_role_ag_ui_does_not_define_is_stripped_from_an_event(
+    events: list[dict[str, Any]], expected: Message, where: str
+) -> None:
+    """AG-UI 1.0 (Processing Model): an unrecognised value of a closed set of strings
+    ("a message `role`, for instance") is stripped, not fatal; in an optional position
+    the field is removed, and an absent role means assistant. It failed the run."""
+    driver, chat = chat_with(succeed(*events))
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == expected
+    assert chat.warnings == (
+        f"{where}: left out what AG-UI 1.0 does not define: value {events[0]['role']!r} at role",
+    )
 
 
 @pytest.mark.parametrize(

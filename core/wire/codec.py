@@ -434,6 +434,30 @@ def _expires_at(key: str) -> _Hook:
     return hook
 
 
+ROLES = frozenset({"developer", "system", "assistant", "user", "tool", "activity", "reasoning"})
+"""Every role AG-UI 1.0 defines (Schema: Role)."""
+
+
+def _opt_role(key: str) -> _Hook:
+    """An optional role of an event: a role AG-UI 1.0 does not define is stripped, as
+    the Processing Model requires of an unrecognised value of a closed set in an
+    optional position (read as absent); one it defines goes on, to be judged in context."""
+
+    def hook(v: Any, _: Any) -> str | None:
+        if v is None or v in ROLES:
+            return v  # type: ignore[no-any-return]
+        if type(v) is str:
+            return None
+        raise _Bad(f"expected a string, got {_describe(v)}", key)
+
+    return hook
+
+
+def _walk_role(v: Any, path: _Path, out: _LeftOut) -> None:
+    if type(v) is str and v not in ROLES:
+        out.append(LeftOut(path, f"value {_short(v, 40)}"))
+
+
 def _status(key: str) -> _Hook:
     def hook(v: Any, _: Any) -> str:
         if v == "resolved" or v == "cancelled":
@@ -585,6 +609,10 @@ def _build() -> dict[type, Callable[[Any], Any]]:
     special: dict[tuple[type, str], Callable[[str], _Hook]] = {
         (Interrupt, "expires_at"): _expires_at,
         (ResumeEntry, "status"): _status,
+        **{(c, "role"): _opt_role for c in _OPTIONAL_ROLES},
+    }
+    special_walks: dict[tuple[type, str], _Walk] = {
+        (c, "role"): _walk_role for c in _OPTIONAL_ROLES
     }
     classes: tuple[type, ...] = (
         *ev.EVENT_TYPES,
@@ -620,7 +648,11 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         keys = frozenset(wire_key(a.name) for a in attrs.fields(cls) if a.init)
         _MEMBERS[cls] = (
             keys | _DISCRIMINATOR.get(cls, frozenset()),
-            tuple((wire_key(a.name), inner[a.type]) for a in attrs.fields(cls) if a.type in inner),
+            tuple(
+                (wire_key(a.name), special_walks.get((cls, a.name)) or inner[a.type])
+                for a in attrs.fields(cls)
+                if (cls, a.name) in special_walks or a.type in inner
+            ),
         )
         structure: Callable[[Any], Any] = make_dict_structure_fn(cls, converter, **s_over)
         unstructure: _Writer = make_dict_unstructure_fn(cls, converter, **u_over)
@@ -635,6 +667,11 @@ def _build() -> dict[type, Callable[[Any], Any]]:
 
 
 _MISSING = object()
+_OPTIONAL_ROLES = (ev.TextMessageStart, ev.TextMessageChunk, ev.ToolCallResult)
+"""The events whose optional ``role`` may hold a role AG-UI 1.0 does not define."""
+_STRIPPED_VALUES = frozenset((c, "role") for c in _OPTIONAL_ROLES)
+"""Fields whose value a reading may strip: the shortcut, storing values as given, leaves
+events with them to the general path."""
 
 
 def _fast_path(
@@ -655,7 +692,11 @@ def _fast_path(
     """
     fields = [a for a in attrs.fields(cls) if a.init]
     required = [a for a in fields if a.default is attrs.NOTHING]
-    strings = [a for a in fields if a.default is None and a.type == str | None]
+    strings = [
+        a
+        for a in fields
+        if a.default is None and a.type == str | None and (cls, a.name) not in _STRIPPED_VALUES
+    ]
     left_out = _left_out_of(cls)
 
     def slow(obj: Any) -> tuple[Any, tuple[LeftOut, ...]]:
