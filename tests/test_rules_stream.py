@@ -858,7 +858,10 @@ def test_R_J2_chunk_streams_stand_apart_by_lane_and_past_the_events_that_keep_th
             ev("TEXT_MESSAGE_START", messageId="m1"),
             ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta="x"),
         ],
-        [ev("REASONING_MESSAGE_START", messageId="r1"), ev("TEXT_MESSAGE_END", messageId="r1")],
+        [
+            ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+            ev("TEXT_MESSAGE_END", messageId="r1"),
+        ],
         [ev("TEXT_MESSAGE_START", messageId="m1"), ev("REASONING_MESSAGE_END", messageId="m1")],
         [
             ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
@@ -3003,7 +3006,7 @@ def test_R_J2_a_continuation_tagged_for_another_owner_fails_the_run() -> None:
         (
             [
                 ev("TEXT_MESSAGE_START", messageId="m0", **s1),
-                ev("REASONING_MESSAGE_START", messageId="r1", **s1),
+                ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning", **s1),
             ],
             ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta="x", **s2),
             "a REASONING_MESSAGE_CONTENT of subagent 's2' continuing message 'r1', which "
@@ -3352,7 +3355,7 @@ def test_R_J2_an_adrift_message_keeps_its_lane() -> None:
     ]
     error = refusal(
         *reasoning("r0", "warm up"),
-        ev("REASONING_MESSAGE_START", messageId="r1"),
+        ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
         ev("MESSAGES_SNAPSHOT", messages=snapshot),
         ev("TEXT_MESSAGE_CONTENT", messageId="r1", delta="x"),
     )

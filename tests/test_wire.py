@@ -1129,3 +1129,14 @@ def test_rfc3339_agrees_with_datetime(dt: Any) -> None:
         return
     text = dt.isoformat(timespec="microseconds")
     assert parse_rfc3339(text) == pytest.approx(dt.timestamp(), abs=1e-6)
+
+
+def test_a_reasoning_message_start_without_its_role_is_malformed() -> None:
+    """AG-UI 1.0 (Schema: ReasoningMessageStartEvent): ``role`` is "Fixed, and required
+    rather than defaulted", and a JSON event omitting a required field is "rejected as
+    malformed" (Processing Model). The reading supplied 'reasoning' for it."""
+    frame = {"type": "REASONING_MESSAGE_START", "messageId": "r1"}
+    with pytest.raises(WireError, match="missing required field 'role'"):
+        read_frame(json.dumps(frame))
+    event, left = read_frame(json.dumps({**frame, "role": "reasoning"}))
+    assert event.role == "reasoning" and left == ()  # type: ignore[union-attr]

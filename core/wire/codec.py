@@ -655,6 +655,8 @@ def _build() -> dict[type, Callable[[Any], Any]]:
             ),
         )
         structure: Callable[[Any], Any] = make_dict_structure_fn(cls, converter, **s_over)
+        if cls in _REQUIRED_WITH_DEFAULT:
+            structure = _requiring(_REQUIRED_WITH_DEFAULT[cls], structure)
         unstructure: _Writer = make_dict_unstructure_fn(cls, converter, **u_over)
         converter.register_structure_hook(cls, _two_args(structure))
         converter.register_unstructure_hook(cls, unstructure)
@@ -667,6 +669,25 @@ def _build() -> dict[type, Callable[[Any], Any]]:
 
 
 _MISSING = object()
+_REQUIRED_WITH_DEFAULT: dict[type, tuple[str, ...]] = {ev.ReasoningMessageStart: ("role",)}
+"""Wire keys AG-UI 1.0 requires of a class whose field has a default (for those who
+build one): REASONING_MESSAGE_START's role is "Fixed, and required rather than
+defaulted" (Schema: ReasoningMessageStartEvent), so a frame without it is malformed."""
+
+
+def _requiring(keys: tuple[str, ...], structure: Callable[[Any], _T]) -> Callable[[Any], _T]:
+    """``structure``, refusing a value without one of ``keys`` (a KeyError, as cattrs
+    raises for a missing field without a default)."""
+
+    def read(v: Any) -> _T:
+        for key in keys:
+            if key not in v:
+                raise KeyError(key)
+        return structure(v)
+
+    return read
+
+
 _OPTIONAL_ROLES = (ev.TextMessageStart, ev.TextMessageChunk, ev.ToolCallResult)
 """The events whose optional ``role`` may hold a role AG-UI 1.0 does not define."""
 _STRIPPED_VALUES = frozenset((c, "role") for c in _OPTIONAL_ROLES)
@@ -704,6 +725,8 @@ def _fast_path(
 
     if not required or any(isinstance(a.default, attrs.Factory) for a in fields):  # type: ignore[arg-type]
         return slow
+    if cls in _REQUIRED_WITH_DEFAULT:
+        return slow  # the shortcut would take the default for the missing key
     if hasattr(cls, "__attrs_post_init__") or any(
         a.validator is not None or a.converter is not None for a in fields
     ):
