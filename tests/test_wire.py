@@ -1140,3 +1140,17 @@ def test_a_reasoning_message_start_without_its_role_is_malformed() -> None:
         read_frame(json.dumps(frame))
     event, left = read_frame(json.dumps({**frame, "role": "reasoning"}))
     assert event.role == "reasoning" and left == ()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("timestamp", [1.5, 2**53, -(2**53), 1e300])
+def test_a_timestamp_that_is_not_a_safe_integer_is_malformed(timestamp: float) -> None:
+    """AG-UI 1.0 (Schema: BaseEvent): ``timestamp`` is an ``integer`` (min
+    -9007199254740991, max 9007199254740991), "Deliberately not a float", and a value
+    the schema rejects in a field it describes "MUST be fatal" (Processing Model). Any
+    number was kept."""
+    frame = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "", "timestamp": 0}
+    with pytest.raises(WireError, match="at timestamp: expected an integer"):
+        read_frame(json.dumps({**frame, "timestamp": timestamp}))
+    for fine in (2**53 - 1, -(2**53 - 1), 1_700_000_000_000.0):
+        event, _ = read_frame(json.dumps({**frame, "timestamp": fine}))
+        assert event.timestamp == fine  # type: ignore[union-attr]

@@ -209,12 +209,26 @@ def _opt_bool(key: str) -> _Hook:
     return hook
 
 
+SAFE_INTEGER = 2**53 - 1
+"""AG-UI 1.0 bounds its integers (timestamp) to the range JSON numbers survive a round
+trip in."""
+
+
 def _opt_number(key: str) -> _Hook:
+    """An event's ``timestamp``: AG-UI 1.0 (Schema: BaseEvent) makes it an integer within
+    SAFE_INTEGER of zero, "Deliberately not a float". A number JSON Schema counts as an
+    integer (``5.0``) is one; a fraction or a number past the bound is malformed."""
+
     def hook(v: Any, _: Any) -> int | float | None:
         t = type(v)
-        if t is int or t is float or v is None:
-            return v  # type: ignore[no-any-return]
-        raise _Bad(f"expected a number, got {_describe(v)}", key)
+        if t is int or (t is float and v.is_integer()):
+            if -SAFE_INTEGER <= v <= SAFE_INTEGER:
+                return v  # type: ignore[no-any-return]
+            raise _Bad(f"expected an integer within 2**53 - 1 of zero, got {_describe(v)}", key)
+        if v is None:
+            return None
+        what = "an integer" if t is float else "a number"
+        raise _Bad(f"expected {what}, got {_describe(v)}", key)
 
     return hook
 

@@ -66,7 +66,8 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class _Base:
-    """The fields every event may carry. ``timestamp`` is kept as sent (any number)."""
+    """The fields every event may carry. ``timestamp`` is kept as sent (an integer within
+    2**53 - 1 of zero; ``5.0`` counts as one, as in JSON Schema)."""
 
     timestamp: int | float | None = None
     raw_event: JSON = None
