@@ -1154,3 +1154,23 @@ def test_a_timestamp_that_is_not_a_safe_integer_is_malformed(timestamp: float) -
     for fine in (2**53 - 1, -(2**53 - 1), 1_700_000_000_000.0):
         event, _ = read_frame(json.dumps({**frame, "timestamp": fine}))
         assert event.timestamp == fine  # type: ignore[union-attr]
+
+
+def test_token_usage_is_read_as_the_closed_object_ag_ui_defines() -> None:
+    """AG-UI 1.0 (Schema: TokenUsage): a closed object whose counts are integers from 0
+    to 9007199254740991. A count of the wrong kind is malformed, and fatal; a member it
+    does not define is stripped with a warning (Processing Model). Any object was kept
+    as it came."""
+    finished = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    for bad, at in [
+        ({"inputTokens": "5"}, r"usage\[0\]\.inputTokens"),
+        ({"outputTokens": -1}, r"usage\[0\]\.outputTokens"),
+        ({"totalTokens": 0.5}, r"usage\[0\]\.totalTokens"),
+        ({"model": 4}, r"usage\[0\]\.model"),
+    ]:
+        with pytest.raises(WireError, match=f"at {at}: expected"):
+            read_frame(json.dumps({**finished, "usage": [bad]}))
+    entry = {"provider": "openai", "model": "m", "inputTokens": 7, "costUsd": 0.1}
+    event, left = read_frame(json.dumps({"type": "RUN_ERROR", "message": "m", "usage": [entry]}))
+    assert thaw(event.usage) == [{"provider": "openai", "model": "m", "inputTokens": 7}]  # type: ignore[union-attr]
+    assert left == (LeftOut(("usage", 0), "member 'costUsd'"),)

@@ -472,6 +472,73 @@ def _walk_role(v: Any, path: _Path, out: _LeftOut) -> None:
         out.append(LeftOut(path, f"value {_short(v, 40)}"))
 
 
+def _is_count(v: Any) -> bool:
+    t = type(v)
+    return (t is int or (t is float and v.is_integer())) and 0 <= v <= SAFE_INTEGER
+
+
+_USAGE_FIELDS = {
+    "provider": _STR,
+    "model": _STR,
+    **dict.fromkeys(
+        (
+            "inputTokens",
+            "outputTokens",
+            "totalTokens",
+            "reasoningTokens",
+            "cachedInputTokens",
+            "cacheWriteInputTokens",
+        ),
+        "a count",
+    ),
+}
+"""AG-UI 1.0 (Schema: TokenUsage), a closed object of optional members."""
+
+
+def _usage(key: str) -> _Hook:
+    """``usage``: token usage entries, what AG-UI 1.0 does not define left out of each,
+    a member of the wrong kind (a count that is not an integer from 0 to 2**53 - 1)
+    malformed."""
+
+    def hook(v: Any, _: Any) -> tuple[FrozenDict, ...] | None:
+        if v is None:
+            return None
+        if type(v) is not list:
+            raise _Bad(f"expected an array of token usage entries, got {_describe(v)}", key)
+        out = []
+        for i, item in enumerate(v):
+            if type(item) is not dict:
+                raise _Bad(
+                    f"expected a token usage entry (an object), got {_describe(item)}", key, i
+                )
+            entry = {}
+            for name, what in _USAGE_FIELDS.items():
+                x = item.get(name)
+                if x is None:
+                    continue
+                if what is _STR and type(x) is not str:
+                    raise _Bad(f"expected a string, got {_describe(x)}", key, i, name)
+                if what is not _STR and not _is_count(x):
+                    raise _Bad(
+                        f"expected a count (an integer from 0 to 2**53 - 1), got {_describe(x)}",
+                        key,
+                        i,
+                        name,
+                    )
+                entry[name] = x
+            out.append(FrozenDict(entry))
+        return tuple(out)
+
+    return hook
+
+
+def _walk_usage(v: Any, path: _Path, out: _LeftOut) -> None:
+    for n, entry in enumerate(v):
+        out.extend(
+            LeftOut((*path, n), f"member {_short(k, 40)}") for k in entry if k not in _USAGE_FIELDS
+        )
+
+
 def _status(key: str) -> _Hook:
     def hook(v: Any, _: Any) -> str:
         if v == "resolved" or v == "cancelled":
@@ -624,9 +691,11 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         (Interrupt, "expires_at"): _expires_at,
         (ResumeEntry, "status"): _status,
         **{(c, "role"): _opt_role for c in _OPTIONAL_ROLES},
+        **{(c, "usage"): _usage for c in (ev.RunFinished, ev.RunError)},
     }
     special_walks: dict[tuple[type, str], _Walk] = {
-        (c, "role"): _walk_role for c in _OPTIONAL_ROLES
+        **{(c, "role"): _walk_role for c in _OPTIONAL_ROLES},
+        **{(c, "usage"): _walk_usage for c in (ev.RunFinished, ev.RunError)},
     }
     classes: tuple[type, ...] = (
         *ev.EVENT_TYPES,
