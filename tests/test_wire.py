@@ -1174,3 +1174,27 @@ def test_token_usage_is_read_as_the_closed_object_ag_ui_defines() -> None:
     event, left = read_frame(json.dumps({"type": "RUN_ERROR", "message": "m", "usage": [entry]}))
     assert thaw(event.usage) == [{"provider": "openai", "model": "m", "inputTokens": 7}]  # type: ignore[union-attr]
     assert left == (LeftOut(("usage", 0), "member 'costUsd'"),)
+
+
+def test_a_subagent_outcome_is_read_as_ag_ui_defines_it() -> None:
+    """AG-UI 1.0 (Schema: SubagentFinishedOutcome): success, or suspended with an
+    optional array of interrupt ids, each closed. A known member of the wrong kind is
+    malformed, and fatal; a member or an outcome type it does not define is stripped
+    with a warning (Processing Model: "an outcome named after it shipped"), and an
+    absent outcome means success. Any object was kept as it came."""
+    finished = {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"}
+    for bad, at in [
+        ({"type": "suspended", "interruptIds": 5}, r"outcome\.interruptIds"),
+        ({"type": "suspended", "interruptIds": [1]}, r"outcome\.interruptIds\[0\]"),
+        ({"type": 5}, r"outcome\.type"),
+        ([], "outcome"),
+    ]:
+        with pytest.raises(WireError, match=f"at {at}: expected"):
+            read_frame(json.dumps({**finished, "outcome": bad}))
+    event, left = read_frame(json.dumps({**finished, "outcome": {"type": "paused", "n": 1}}))
+    assert event.outcome is None  # type: ignore[union-attr]
+    assert left == (LeftOut(("outcome",), "an outcome of type 'paused'"),)
+    outcome = {"type": "suspended", "interruptIds": ["i1"], "why": "x"}
+    event, left = read_frame(json.dumps({**finished, "outcome": outcome}))
+    assert thaw(event.outcome) == {"type": "suspended", "interruptIds": ["i1"]}  # type: ignore[union-attr]
+    assert left == (LeftOut(("outcome",), "member 'why'"),)

@@ -539,6 +539,48 @@ def _walk_usage(v: Any, path: _Path, out: _LeftOut) -> None:
         )
 
 
+_SUBAGENT_OUTCOMES: dict[str, tuple[str, ...]] = {"success": (), "suspended": ("interruptIds",)}
+"""AG-UI 1.0 (Schema: SubagentFinishedOutcome): each type and its members."""
+
+
+def _subagent_outcome(key: str) -> _Hook:
+    """SUBAGENT_FINISHED's ``outcome``, with what AG-UI 1.0 does not define left out: a
+    member, or the whole outcome if of a type it does not define (an optional field:
+    absent means success). A known member of the wrong kind is malformed."""
+    strs = _opt_strs("interruptIds")
+
+    def hook(v: Any, _: Any) -> FrozenDict | None:
+        if v is None:
+            return None
+        kind = _tag(v, "type", "an outcome")  # a _Bad here is under the key, below
+        members = _SUBAGENT_OUTCOMES.get(kind)
+        if members is None:
+            return None
+        out: dict[str, Any] = {"type": kind}
+        for name in members:
+            if v.get(name) is not None:
+                out[name] = strs(v[name], None)
+        return _freeze_obj(out)
+
+    def guarded(v: Any, t: Any) -> FrozenDict | None:
+        try:
+            return hook(v, t)
+        except _Bad as exc:
+            raise exc.under(key) from None
+
+    return guarded
+
+
+def _walk_subagent_outcome(v: Any, path: _Path, out: _LeftOut) -> None:
+    members = _SUBAGENT_OUTCOMES.get(v["type"])
+    if members is None:
+        out.append(LeftOut(path, f"an outcome of type {_short(v['type'], 40)}"))
+        return
+    out.extend(
+        LeftOut(path, f"member {_short(k, 40)}") for k in v if k != "type" and k not in members
+    )
+
+
 def _status(key: str) -> _Hook:
     def hook(v: Any, _: Any) -> str:
         if v == "resolved" or v == "cancelled":
@@ -692,10 +734,12 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         (ResumeEntry, "status"): _status,
         **{(c, "role"): _opt_role for c in _OPTIONAL_ROLES},
         **{(c, "usage"): _usage for c in (ev.RunFinished, ev.RunError)},
+        (ev.SubagentFinished, "outcome"): _subagent_outcome,
     }
     special_walks: dict[tuple[type, str], _Walk] = {
         **{(c, "role"): _walk_role for c in _OPTIONAL_ROLES},
         **{(c, "usage"): _walk_usage for c in (ev.RunFinished, ev.RunError)},
+        (ev.SubagentFinished, "outcome"): _walk_subagent_outcome,
     }
     classes: tuple[type, ...] = (
         *ev.EVENT_TYPES,
