@@ -1198,3 +1198,18 @@ def test_a_subagent_outcome_is_read_as_ag_ui_defines_it() -> None:
     event, left = read_frame(json.dumps({**finished, "outcome": outcome}))
     assert thaw(event.outcome) == {"type": "suspended", "interruptIds": ["i1"]}  # type: ignore[union-attr]
     assert left == (LeftOut(("outcome",), "member 'why'"),)
+
+
+@pytest.mark.parametrize(
+    "event_type", ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_RESULT"]
+)
+@pytest.mark.parametrize("role", [[1], {"a": 1}, 5, True])
+def test_a_role_that_is_not_a_string_is_malformed_not_a_crash(event_type: str, role: Any) -> None:
+    """Only an unrecognised *string* is stripped from a closed set; any other kind of
+    value is malformed. An array or object once escaped as a TypeError (unhashable)."""
+    frame = {"type": event_type, "messageId": "m", "toolCallId": "c", "role": role}
+    frame |= {"delta": "x"} if event_type == "TEXT_MESSAGE_CHUNK" else {"content": "x"}
+    if event_type == "TEXT_MESSAGE_START":
+        del frame["toolCallId"], frame["content"]
+    with pytest.raises(WireError, match="at role: expected a string"):
+        read_frame(json.dumps(frame))

@@ -458,11 +458,11 @@ def _opt_role(key: str) -> _Hook:
     optional position (read as absent); one it defines goes on, to be judged in context."""
 
     def hook(v: Any, _: Any) -> str | None:
-        if v is None or v in ROLES:
-            return v  # type: ignore[no-any-return]
-        if type(v) is str:
+        if v is None:
             return None
-        raise _Bad(f"expected a string, got {_describe(v)}", key)
+        if type(v) is not str:
+            raise _Bad(f"expected a string, got {_describe(v)}", key)
+        return v if v in ROLES else None
 
     return hook
 
@@ -817,9 +817,10 @@ def _requiring(keys: tuple[str, ...], structure: Callable[[Any], _T]) -> Callabl
 
 _OPTIONAL_ROLES = (ev.TextMessageStart, ev.TextMessageChunk, ev.ToolCallResult)
 """The events whose optional ``role`` may hold a role AG-UI 1.0 does not define."""
-_STRIPPED_VALUES = frozenset((c, "role") for c in _OPTIONAL_ROLES)
-"""Fields whose value a reading may strip: the shortcut, storing values as given, leaves
-events with them to the general path."""
+_CLOSED_VALUES = {(c, "role"): ROLES for c in _OPTIONAL_ROLES}
+"""Optional strings whose value a reading strips unless it is one of a closed set: the
+shortcut takes an event whose value is in the set and leaves the others to the general
+path, which strips them with a warning."""
 
 
 def _fast_path(
@@ -840,11 +841,7 @@ def _fast_path(
     """
     fields = [a for a in attrs.fields(cls) if a.init]
     required = [a for a in fields if a.default is attrs.NOTHING]
-    strings = [
-        a
-        for a in fields
-        if a.default is None and a.type == str | None and (cls, a.name) not in _STRIPPED_VALUES
-    ]
+    strings = [a for a in fields if a.default is None and a.type == str | None]
     left_out = _left_out_of(cls)
 
     def slow(obj: Any) -> tuple[Any, tuple[LeftOut, ...]]:
@@ -880,6 +877,11 @@ def _fast_path(
             env[f"_hook_{a.name}"] = hooks[a.name]
             tests.append(f"{v} is not _missing")
             converted.append(f"            {v} = _hook_{a.name}({v}, None)")
+        elif (cls, a.name) in _CLOSED_VALUES:
+            env[f"_closed_{a.name}"] = _CLOSED_VALUES[cls, a.name]
+            known = f"type({v}) is str and {v} in _closed_{a.name}"
+            tests.append(f"({v} is _missing or {v} is None or ({known}))")
+            converted.append(f"            {v} = None if {v} is _missing else {v}")
         else:
             tests.append(f"({v} is _missing or {v} is None or type({v}) is str)")
             converted.append(f"            {v} = None if {v} is _missing else {v}")
