@@ -43,7 +43,6 @@ from .wire.messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
-    UnknownMessage,
     UserMessage,
 )
 
@@ -187,7 +186,7 @@ def _message_metadata(s: Stream, message_id: str, metadata: FrozenDict | None) -
         return s  # no place to merge into: dropped with its content
     i = _at(o, _index_of(s, message_id))
     m = s.messages[i]
-    changed = evolve(m, metadata=_merged(m.metadata, metadata))  # type: ignore[union-attr]
+    changed = evolve(m, metadata=_merged(m.metadata, metadata))
     return evolve(s, messages=s.messages.set(i, changed))
 
 
@@ -994,13 +993,6 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
             f"MESSAGES_SNAPSHOT left no place for {listed(names)} while streaming (dropped, "
             "or restated as a message it cannot continue): open until ended, its content "
             "dropped"
-        )
-    unknown = [f"{quote(m.id)} ({quote(m.role)})" for m in e.messages if type(m) is UnknownMessage]
-    if unknown:
-        # AG-UI 1.0 (Processing Model): unrecognised material never goes back to the agent.
-        notes.append(
-            f"MESSAGES_SNAPSHOT holds message {listed(unknown)} of a role AG-UI 1.0 does "
-            "not define: kept in the history, never sent back"
         )
     if notes:
         raise StreamWarning("; ".join(notes), applied=out)

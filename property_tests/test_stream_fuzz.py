@@ -31,7 +31,7 @@ from interlude.adapters.resource import Resource
 from interlude.core.errors import ProtocolError, RunError
 from interlude.core.json import thaw
 from interlude.core.wire.codec import decode_run_input
-from interlude.core.wire.messages import ActivityMessage, UnknownMessage
+from interlude.core.wire.messages import ActivityMessage
 
 
 def read_everything(r: Resource) -> None:
@@ -84,9 +84,8 @@ def test_R_J2_R_F6_any_content_sequence_commits_or_fails_cleanly(
     chat.send("Next", message_id="u9")
     driver.run_until_idle(follow_retries=False)
     sent = decode_run_input(driver.requests[-1].json)
-    # Everything committed goes back but activity messages (AG-UI 1.0: the consumer's)
-    # and messages of a role AG-UI 1.0 does not define (Processing Model: stripped).
-    kept = [m for m in committed if not isinstance(m, ActivityMessage | UnknownMessage)]
+    # Everything committed goes back but activity messages (AG-UI 1.0: the consumer's).
+    kept = [m for m in committed if not isinstance(m, ActivityMessage)]
     assert list(sent.messages) == [*kept, sent.messages[-1]]
     assert chat.error is None, chat.error
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import typed.usage as usage
 
-from interlude.core.json import FrozenDict
-from interlude.core.wire import UnknownMessage
-
 
 def test_the_typed_usage_module_runs() -> None:
     assert usage.schema_checks()
@@ -15,8 +12,3 @@ def test_the_typed_usage_module_runs() -> None:
     assert usage.record_inputs()[:2] == ["Send", "SendStarting"]
     assert type(usage.default_driver()) is usage.Resource
     assert usage.an_answer().payload == {"approved": True}
-
-
-def test_an_unknown_message_reads_as_having_no_content() -> None:
-    m = UnknownMessage(role="narrator", id="n1", raw=FrozenDict({"role": "narrator", "id": "n1"}))
-    assert m.content is None and usage.text_of(m) is None

@@ -37,7 +37,6 @@ from interlude.core.wire import (
     ToolCall,
     ToolMessage,
     UnknownEvent,
-    UnknownMessage,
     UnknownOutcome,
     UserMessage,
     WireError,
@@ -337,14 +336,22 @@ def test_message_fields() -> None:
     assert isinstance(user.content, tuple) and isinstance(user.content[0], FrozenDict)
 
 
-def test_unknown_role_round_trips() -> None:
-    """R-J1: a message of a newer role is kept whole and sent back as it came."""
+def test_R_J1_a_message_of_an_unknown_role_is_dropped_from_its_list() -> None:
+    """AG-UI 1.0 (Processing Model): inside a list, an unrecognisable element "is
+    dropped and the list survives", and is named by its path. Alone, such a message has
+    no list to leave: decode_message refuses it. (It was kept whole as UnknownMessage.)"""
     raw = {"role": "critic", "id": "x1", "score": [1, 2], "note": {"a": None}}
-    m = decode_message(raw)
-    assert m == UnknownMessage(role="critic", id="x1", raw=freeze_parsed(raw))  # type: ignore[arg-type]
-    assert json.loads(dumps(encode_message(m))) == raw
-    snap = decode_event({"type": "MESSAGES_SNAPSHOT", "messages": [raw]})
-    assert isinstance(snap, MessagesSnapshot) and snap.messages == (m,)
+    hello = {"role": "user", "id": "u1", "content": "hi"}
+    event, left = read_frame(json.dumps({"type": "MESSAGES_SNAPSHOT", "messages": [raw, hello]}))
+    assert isinstance(event, MessagesSnapshot)
+    assert event.messages == (UserMessage(id="u1", content="hi"),)
+    assert left == (LeftOut(("messages", 0), "a message of role 'critic'"),)
+    inp = decode_run_input({"threadId": "t", "runId": "r", "messages": [hello, raw]})
+    assert inp.messages == (UserMessage(id="u1", content="hi"),)
+    with pytest.raises(WireError, match=r"at role: AG-UI 1\.0 defines no message of role 'critic'"):
+        decode_message(raw)
+    with pytest.raises(WireError, match="at id: expected a string"):
+        decode_message({"role": "user", "id": 5, "content": "hi"})
 
 
 def test_content_parts_read_as_ag_ui_1_0_defines_them() -> None:
@@ -398,15 +405,14 @@ def test_a_malformed_content_part_is_a_wire_error(part: dict[str, Any], where: s
         decode_message({"id": "u", "role": "user", "content": [part]})
 
 
-def test_unknown_roles_and_activities_stay_out_of_the_request() -> None:
-    """AG-UI 1.0: activity messages (Run Input) and unrecognised material (Processing
-    Model) are removed from the run input; the rest keep their order."""
-    unknown = decode_message({"role": "critic", "id": "x1", "score": 1})
+def test_activities_stay_out_of_the_request() -> None:
+    """AG-UI 1.0 (Run Input): activity messages are removed from the run input; the
+    rest keep their order."""
     activity = decode_message(
         {"role": "activity", "id": "a1", "activityType": "PLAN", "content": {}}
     )
     hello = UserMessage(id="u1", content="hi")
-    inp = RunAgentInput(thread_id="t", run_id="r", messages=(unknown, hello, activity, hello))
+    inp = RunAgentInput(thread_id="t", run_id="r", messages=(hello, activity, hello))
     assert [m["id"] for m in encode_run_input(inp)["messages"]] == ["u1", "u1"]
 
 
@@ -426,7 +432,6 @@ def test_unknown_roles_and_activities_stay_out_of_the_request() -> None:
             r"toolCalls\[0\]\.function\.name",
         ),
         ([{"role": "activity", "id": "a", "activityType": "p", "content": []}], "content"),
-        ([{"role": "weird", "id": 3}], r"messages\[0\]\.id"),
     ],
 )
 def test_messages_snapshot_must_hold_valid_messages(messages: Any, where: str) -> None:
@@ -482,14 +487,17 @@ def test_run_input_encoding_is_understood_by_the_reference_sdk() -> None:
 
 
 def test_run_input_minimal_and_absent_fields() -> None:
-    """R-B1: an absent payload is left out; None is sent as null; state is always sent."""
+    """R-B1: an absent payload is left out. A null state is left out too: AG-UI 1.0
+    (Schema: RunAgentInput) takes any state "except null", and a whole optional field
+    set to null "MUST be omitted" (The Event Model); an absent state reads as ``{}``."""
     inp = RunAgentInput(
         thread_id="t",
         run_id="r",
         resume=(ResumeEntry(interrupt_id="a", status="resolved"),),
     )
     wire = encode_run_input(inp)
-    assert wire["state"] is None
+    assert "state" not in wire
+    assert encode_run_input(attrs.evolve(inp, state=FrozenDict()))["state"] == {}
     assert "forwardedProps" not in wire and "parentRunId" not in wire
     assert wire["resume"] == [{"interruptId": "a", "status": "resolved"}]
     assert wire["tools"] == [] and wire["context"] == []
@@ -677,8 +685,9 @@ def test_R_J1_unknown_fields_are_ignored() -> None:
 def test_R_J1_what_a_reading_strips_is_named_by_its_path() -> None:
     """AG-UI 1.0 (Processing Model): a member nothing defines, a content part of an
     unknown type and a media part whose source is of one are stripped, each named by its
-    path for the warning; what is kept whole (an unknown role, outcome or event type)
-    and what the schema leaves open (patch operations, state, metadata) is not."""
+    path for the warning, and so is a message of an unknown role (dropped from its
+    list); what is kept whole (an unknown outcome or event type) and what the schema
+    leaves open (patch operations, state, metadata) is not."""
     snapshot = {
         "type": "MESSAGES_SNAPSHOT",
         "messages": [
@@ -713,11 +722,12 @@ def test_R_J1_what_a_reading_strips_is_named_by_its_path() -> None:
         LeftOut(("messages", 0, "content", 2), "an image part with a source of type 'ipfs'"),
         LeftOut(("messages", 0, "content", 3, "source"), "member 'etag'"),
         LeftOut(("messages", 1, "toolCalls", 0, "function"), "member 'strict'"),
+        LeftOut(("messages", 2), "a message of role 'narrator'"),
     )
     assert left_out_note("MESSAGES_SNAPSHOT", left) == (
         "MESSAGES_SNAPSHOT: left out what AG-UI 1.0 does not define: member 'mood' at "
         "messages[0], member 'lang' at messages[0].content[0], a content part of type "
-        "'hologram' at messages[0].content[1] and 3 more"
+        "'hologram' at messages[0].content[1] and 4 more"
     )
     assert read_frame(json.dumps(interrupts({**OK, "priority": 5})))[1] == (
         LeftOut(("outcome", "interrupts", 0), "member 'priority'"),

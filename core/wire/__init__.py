@@ -76,7 +76,6 @@ from .messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
-    UnknownMessage,
     UserMessage,
 )
 from .run_input import (
@@ -151,7 +150,6 @@ __all__ = [
     "ToolCallStart",
     "ToolMessage",
     "UnknownEvent",
-    "UnknownMessage",
     "UnknownOutcome",
     "UserMessage",
     "WireError",

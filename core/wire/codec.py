@@ -45,7 +45,6 @@ from .messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
-    UnknownMessage,
     UserMessage,
 )
 from .run_input import Absent, Context, Interrupt, ResumeEntry, RunAgentInput, Tool
@@ -706,8 +705,8 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         tuple[str, ...] | None: _opt_strs,
         FunctionCall: _nested(reader(FunctionCall)),
         tuple[ToolCall, ...] | None: _opt(_nested_tuple(reader(ToolCall), "tool calls")),
-        probe["messages"]: _nested_tuple(_decode_message, "messages"),
-        probe["message_sequence"]: _nested_tuple(_decode_message, "messages"),
+        probe["messages"]: _messages,
+        probe["message_sequence"]: _messages,
         probe["outcome"]: _opt(_nested(_decode_outcome)),
         RunAgentInput | None: _opt(_nested(reader(RunAgentInput))),
         tuple[Tool, ...]: _or_empty(_nested_tuple(reader(Tool), "tools")),
@@ -817,7 +816,9 @@ def _requiring(keys: tuple[str, ...], structure: Callable[[Any], _T]) -> Callabl
 
 _OPTIONAL_ROLES = (ev.TextMessageStart, ev.TextMessageChunk, ev.ToolCallResult)
 """The events whose optional ``role`` may hold a role AG-UI 1.0 does not define."""
-_CLOSED_VALUES = {(c, "role"): ROLES for c in _OPTIONAL_ROLES}
+_CLOSED_VALUES: dict[tuple[type, str], frozenset[str]] = {
+    (c, "role"): ROLES for c in _OPTIONAL_ROLES
+}
 """Optional strings whose value a reading strips unless it is one of a closed set: the
 shortcut takes an event whose value is in the set and leaves the others to the general
 path, which strips them with a warning."""
@@ -963,15 +964,23 @@ _PROBE_OUTCOME = _PROBE["outcome"]
 # -- messages, outcomes and interrupts ------------------------------------------------
 
 
-def _decode_message(v: Any) -> Message:
-    role = _tag(v, "role", "a message")
-    cls = _MESSAGE_CLASSES.get(role)
-    if cls is None:
-        mid = v.get("id")
-        if type(mid) is not str:
-            raise _Bad(f"expected a string, got {_describe(mid)}", "id")
-        return UnknownMessage(role=role, id=mid, raw=_freeze_obj(v))
-    return _READERS[cls](v)  # type: ignore[no-any-return]
+def _decode_message(v: Any) -> Message | None:
+    """A message, or None for one of a role AG-UI 1.0 does not define: the role
+    discriminates the union, so such a message is unrecognised material, and its list
+    drops it (Processing Model) rather than hand it to the application."""
+    cls = _MESSAGE_CLASSES.get(_tag(v, "role", "a message"))
+    return None if cls is None else _READERS[cls](v)
+
+
+def _messages(key: str) -> _Hook:
+    """A list of messages, those of a role AG-UI 1.0 does not define dropped."""
+    read = _nested_tuple(_decode_message, "messages")(key)
+
+    def hook(v: Any, t: Any) -> tuple[Message, ...]:
+        out: tuple[Message | None, ...] = read(v, t)
+        return out if None not in out else tuple(m for m in out if m is not None)  # type: ignore[return-value]
+
+    return hook
 
 
 def _decode_outcome(v: Any) -> ev.Outcome:
@@ -1086,7 +1095,9 @@ def _each(walk: _Walk) -> _Walk:
 
 def _walk_message(v: Any, path: _Path, out: _LeftOut) -> None:
     cls = _MESSAGE_CLASSES.get(v["role"])
-    if cls is not None:  # an unknown role is kept whole (and noted by the stream)
+    if cls is None:  # dropped from its list
+        out.append(LeftOut(path, f"a message of role {_short(v['role'], 40)}"))
+    else:
         _walk_members(_MEMBERS[cls], v, path, out)
 
 
@@ -1257,9 +1268,15 @@ def read_frame(data: str) -> tuple[ev.Event, tuple[LeftOut, ...]]:
 
 
 def decode_message(obj: object) -> Message:
-    """A message from parsed JSON; an unknown role becomes :class:`~.messages.UnknownMessage`."""
+    """A message from parsed JSON. One of a role AG-UI 1.0 does not define is a
+    :class:`WireError`: alone, it has no list to be dropped from (in an event or a run
+    input, such a message is left out of its list, and named in what was stripped)."""
     try:
-        return _decode_message(obj)
+        message = _decode_message(obj)
+        if message is None:
+            role = _short(obj["role"], 40)  # type: ignore[index]
+            raise _Bad(f"AG-UI 1.0 defines no message of role {role}", "role")
+        return message
     except _Bad as exc:
         raise WireError(_where(exc, "message")) from None
     except RecursionError:
@@ -1297,29 +1314,32 @@ def encode_event(e: ev.Event) -> dict[str, Any]:
 
 def encode_message(m: Message) -> dict[str, Any]:
     """The wire form of a message (see :func:`encode_event`)."""
-    if isinstance(m, UnknownMessage):
-        return dict(m.raw)
     return {"role": m.role, **_UNSTRUCTURE[type(m)](m)}
 
 
-_NOT_SENT = (ActivityMessage, UnknownMessage)
+_NOT_SENT = (ActivityMessage,)
 """Messages kept in the history but never sent back (see :func:`encode_run_input`)."""
 
 
 def encode_run_input(inp: RunAgentInput) -> dict[str, Any]:
-    """The request body: camelCase, absent optionals left out, ``state`` always
-    present, and each resume entry with ``payload`` only when given (``None``
+    """The request body: camelCase, absent optionals left out, ``state`` present
+    unless null, and each resume entry with ``payload`` only when given (``None``
     is given, and written as ``null``) and ``metadata`` only when given (R-B6).
 
     Activity messages stay out of ``messages``: AG-UI 1.0 (Run Input) has a consumer
-    strip them, as the consumer's rendering material, not conversation. So do messages
-    of a role AG-UI 1.0 does not define (:class:`UnknownMessage`): AG-UI 1.0
-    (Processing Model) has a consumer remove unrecognised material before sending.
+    strip them, as the consumer's rendering material, not conversation.
+
+    A null state (an agent's ``STATE_SNAPSHOT`` may set one) is left out: AG-UI 1.0
+    (Schema: RunAgentInput) takes any state "except null", a whole optional field set
+    to null "MUST be omitted" (The Event Model), and the agent reads an absent state
+    as ``{}`` (Run Input).
     """
     out = _UNSTRUCTURE[RunAgentInput](inp)
     if any(type(m) in _NOT_SENT for m in inp.messages):
         kept = zip(inp.messages, out["messages"], strict=True)
         out["messages"] = [wire for m, wire in kept if type(m) not in _NOT_SENT]
+    if out.get("state", "") is None:
+        del out["state"]
     if out.get("protocolVersion", "") is None:
         del out["protocolVersion"]
     return out

@@ -34,7 +34,6 @@ __all__ = [
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
-    "UnknownMessage",
     "UserMessage",
 ]
 
@@ -151,20 +150,6 @@ class ReasoningMessage:
     subagent_run_id: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class UnknownMessage:
-    """A message of a role AG-UI 1.0 does not define, kept whole (``raw``), never sent back."""
-
-    role: str
-    id: str
-    raw: FrozenDict
-
-    @property
-    def content(self) -> None:
-        """None: what an unknown role holds is in ``raw``; every message reads ``content``."""
-        return None
-
-
 Message: TypeAlias = (
     DeveloperMessage
     | SystemMessage
@@ -173,7 +158,6 @@ Message: TypeAlias = (
     | ToolMessage
     | ActivityMessage
     | ReasoningMessage
-    | UnknownMessage
 )
 
 MESSAGE_TYPES = (
@@ -184,6 +168,5 @@ MESSAGE_TYPES = (
     ToolMessage,
     ActivityMessage,
     ReasoningMessage,
-    UnknownMessage,
 )
 """Every message class, for ``isinstance`` checks."""

@@ -27,7 +27,7 @@ from interlude.core.wire import encode_request
 
 
 def text_of(message: Message) -> str | None:
-    """Every message has ``content`` (an unknown role's is None)."""
+    """Every message has ``content``: text, content parts, or a tool's result."""
     content = message.content
     return content if isinstance(content, str) else None
 
