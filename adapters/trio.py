@@ -120,6 +120,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         self._closing = False  # leaving the block: nothing new may start
         self._wall_start = 0.0
         self._loop_start = 0.0
+        self._loop_thread = -1  # the event loop's thread: the only one that may step resources
         self._loop_time: Callable[[], float] = anyio.current_time
         # Weak: a resource the application dropped, with nothing running, is freed (its
         # books live on the resource, and a running task holds them while it runs).
@@ -131,6 +132,7 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         if self._entered:
             raise RuntimeError("a TrioDriver can be entered only once")
         self._entered = True
+        self._loop_thread = threading.get_ident()
         self._loop_time = _loop_clock()
         self._wall_start = time.time()
         self._loop_start = self._loop_time()
@@ -452,11 +454,20 @@ class AsyncResource(Resource):
         self.subscribe(self._count_change)
 
     def apply(self, input: i.Input, *, now: float | None = None) -> Transition:
-        """Step the reducer; refused (state unchanged) once the driver has stopped, and
-        for an intent that may start a run once it has begun to close."""
+        """Step the reducer; refused (state unchanged) once the driver has stopped, from
+        any thread but the event loop's, and for an intent that may start a run once the
+        driver has begun to close."""
         driver = self._async_driver
         if driver._tg is None:
             driver._require_running()  # raises, saying what to do
+        if threading.get_ident() != driver._loop_thread:
+            # From a sync tool's worker thread, say: the step would commit, and then its
+            # commands could not start (task groups and scopes are the loop's), leaving the
+            # resource loading forever.
+            raise RuntimeError(
+                "a resource's methods run on the event loop's thread only, not in a worker "
+                "thread such as a sync local tool's: make the tool async to call them"
+            )
         if driver._closing and isinstance(input, _STARTING_INTENTS):
             driver._refuse_when_closing(type(input).__name__)
         return super().apply(input, now=now)

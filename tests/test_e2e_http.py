@@ -947,3 +947,45 @@ def test_a_frontend_tool_runs_locally_and_the_follow_up_carries_its_result() -> 
         assert follow_up.get("resume") is None
 
     e2e(body)
+
+
+@pytest.mark.parametrize("clock", [None, time.time], ids=["loop-clock", "injected-clock"])
+def test_an_intent_from_a_sync_tools_thread_is_refused_and_the_tool_loop_goes_on(
+    clock: Callable[[], float] | None,
+) -> None:
+    """R-D5, R-I2: a sync tool runs in a worker thread. An intent it calls from there was
+    stepped (the user message and a new run committed), then its commands could not start
+    off the loop: the resource stayed loading forever, with no error. Refused instead, it
+    is the tool's own failure, and the tool message says what to do."""
+    agent = ReferenceAgent()
+    holder: list[AsyncResource] = []
+    raised: list[BaseException] = []
+
+    def get_local_time(arguments: Any) -> str:
+        try:
+            holder[0].send("and the date?")
+        except BaseException as exc:
+            raised.append(exc)
+            raise
+        return "12:34"
+
+    async def main() -> None:
+        with trio.fail_after(WAIT):
+            async with trio.open_nursery() as nursery:
+                url = await nursery.start(serve_agent, agent)
+                async with HttpxTransport(url) as transport, TrioDriver(transport, clock) as driver:
+                    chat = driver.chat(
+                        FAST, thread_id="t-time", local_tools={"get_local_time": get_local_time}
+                    )
+                    holder.append(chat)
+                    chat.send("what time is it")
+                    await chat.wait_idle(WAIT)
+                    assert [type(e) for e in raised] == [RuntimeError]
+                    assert chat.error is None and not chat.is_loading
+                    said = chat.messages[-2].content  # type: ignore[union-attr]
+                    assert "make the tool async to call them" in said
+                    assert [m.role for m in chat.messages].count("user") == 1
+                    assert len(agent.requests) == 2  # the follow-up carried the tool's failure
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
