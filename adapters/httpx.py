@@ -212,6 +212,14 @@ class HttpxTransport:
             await _release(response, chunks)
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
+        if self._client.is_closed:
+            # httpx raises a RuntimeError, which a driver reads as retryable: the run would
+            # wait out its back-off retrying what can never be sent.
+            raise TransportError(
+                f"the transport for {self._where} is closed (its aclose(), or the end of its "
+                "`async with`, or of the client given to it, came first): nothing was sent",
+                retryable=False,
+            )
         # The whole wait for the head, connecting included, is bounded too: a server may
         # trickle the head a byte at a time, each read within httpx's limit.
         limit = None

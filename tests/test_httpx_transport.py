@@ -248,6 +248,33 @@ def test_an_owned_client_is_closed_with_the_transport() -> None:
     trio.run(main)
 
 
+@pytest.mark.parametrize("owned", [True, False], ids=["owned-client", "injected-client"])
+def test_a_closed_transport_fails_for_good_and_sends_nothing(owned: bool) -> None:
+    """R-F1: httpx refuses to send on a closed client (a RuntimeError), which read as a
+    retryable failure: the run waited out its whole back-off, retrying what could never
+    be sent, and its error said to try again. Closed is closed: not retryable."""
+    arrived: list[bytes] = []
+
+    async def handler(request: Request, send: Send) -> None:
+        arrived.append(request.body)
+        await start(send)
+        await body(send, FRAME, more=False)
+
+    async def main() -> None:
+        async with hypercorn_server(handler) as url:
+            client = None if owned else httpx.AsyncClient()
+            transport = HttpxTransport(url, client=client)
+            assert await collect(transport) == [FRAME_DATA]
+            await (transport.aclose() if owned else client.aclose())  # type: ignore[union-attr]
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+            assert caught.value.retryable is False
+            assert "closed" in caught.value.message and "nothing was sent" in caught.value.message
+            assert len(arrived) == 1
+
+    trio.run(main)
+
+
 # -- errors ---------------------------------------------------------------------
 
 
