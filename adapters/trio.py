@@ -300,6 +300,11 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                 except Exception as exc:
                     ending = _failed(attempt, exc)
                     break
+                except asyncio.CancelledError as exc:
+                    if not _raised_of_its_own(exc):
+                        raise
+                    ending = _failed(attempt, exc)  # as for a tool's: see _raised_of_its_own
+                    break
                 if scope.cancel_called:
                     return  # aborted: a frame that arrives now is never delivered
                 if not all(type(data) is str for data in batch):
@@ -373,16 +378,17 @@ async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> 
     except Exception as exc:  # the tool's failure becomes a tool message; cancellation passes
         return i.ToolFinished(c.task, error=exc)  # the reducer writes "TypeName: message"
     except asyncio.CancelledError as exc:
-        if not _raised_by_the_tool(exc):
+        if not _raised_of_its_own(exc):
             raise
         return i.ToolFinished(c.task, error=exc)
     return i.ToolFinished(c.task, value=value)
 
 
-def _raised_by_the_tool(exc: asyncio.CancelledError) -> bool:
-    """Whether a CancelledError is the tool's own (it awaited a future that someone else
-    cancelled), not a cancellation of this task: let through, it would cancel the
-    driver's task group and stop every resource without a word."""
+def _raised_of_its_own(exc: asyncio.CancelledError) -> bool:
+    """Whether a CancelledError is a tool's or a transport's own (it awaited a future that
+    someone else cancelled), not a cancellation of this task: let through, it would
+    cancel the driver's task group, stopping every resource without a word and leaving
+    the application's block without an exception."""
     try:
         task = asyncio.current_task()
     except RuntimeError:  # on trio: only trio.Cancelled cancels, never this
@@ -584,7 +590,7 @@ def _not_text(batch: list[Any]) -> TransportError:
     )
 
 
-def _failed(attempt: int, exc: Exception) -> i.AttemptFailed:
+def _failed(attempt: int, exc: BaseException) -> i.AttemptFailed:
     """How a transport's exception ends an attempt: its own error, or a retryable one."""
     if isinstance(exc, TransportError | ProtocolError):
         return i.AttemptFailed(attempt, exc)

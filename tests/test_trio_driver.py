@@ -8,9 +8,11 @@ clock would leap to the next deadline (the test's own ``fail_after``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
+import socket
 import threading
 import weakref
 from collections import deque
@@ -19,9 +21,12 @@ from typing import Any
 
 import anyio
 import attrs
+import hypercorn.asyncio
 import pytest
 import trio
 import trio.testing
+from asgi_support import request_body
+from hypercorn.config import Config
 
 from interlude.adapters.fake import (
     FAKE_EPOCH,
@@ -32,6 +37,7 @@ from interlude.adapters.fake import (
     text,
     tool_call,
 )
+from interlude.adapters.httpx import HttpxTransport
 from interlude.adapters.resource import Resource
 from interlude.adapters.trio import AsyncResource, ToolSignal, TrioDriver
 from interlude.core.errors import BatchExpiredError, ObserverError, TransportError
@@ -879,6 +885,79 @@ def test_a_tool_raising_a_base_exception_of_its_own_is_a_tool_failure(
     assert after == ["the caller goes on"]
     (result,) = [m for m in transport.bodies[1]["messages"] if m["role"] == "tool"]
     assert result["content"].startswith(f"Error: {says}")
+
+
+class AwaitsACancelledFuture:
+    """A custom transport over ``HttpxTransport``: after the stream it awaits a future
+    that someone else cancelled (a reader task of its own, say), so a CancelledError of
+    its own comes out of it, not a cancellation of the driver's task."""
+
+    def __init__(self, inner: HttpxTransport) -> None:
+        self.inner = inner
+
+    async def stream(self, body: bytes) -> AsyncIterator[str]:
+        import asyncio
+
+        async with contextlib.aclosing(self.inner.stream(body)) as frames:
+            async for data in frames:
+                yield data
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        await future
+
+
+def test_a_transport_raising_a_cancelled_error_of_its_own_fails_the_attempt() -> None:
+    """R-F5, R-F7: as for a tool (above), a CancelledError a custom transport raised itself
+    is its failure. It got past the driver and cancelled its task group: every resource
+    stopped without an error, and the application's block was left without an exception,
+    the code after its await skipped."""
+    import asyncio
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raw = await request_body(scope, receive, send)
+        if raw is None:
+            return
+        req = json.loads(raw)
+        ack = {"type": "RUN_STARTED", "threadId": req["threadId"], "runId": req["runId"]}
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        frame = b"data: " + json.dumps(ack).encode() + b"\n\n"
+        await send({"type": "http.response.body", "body": frame, "more_body": False})
+
+    after: list[str] = []
+
+    async def main() -> None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        config = Config()
+        config.bind = [f"fd://{sock.detach()}"]
+        config.graceful_timeout = 0.5
+        config.accesslog = config.errorlog = None
+        stop = asyncio.Event()
+        server = asyncio.create_task(
+            hypercorn.asyncio.serve(app, config, shutdown_trigger=stop.wait)
+        )
+        try:
+            async with asyncio.timeout(5):
+                async with (
+                    HttpxTransport(f"http://127.0.0.1:{port}/agent") as inner,
+                    TrioDriver(AwaitsACancelledFuture(inner)) as driver,
+                ):
+                    chat = driver.chat()
+                    chat.send("go")
+                    await chat.wait_idle()
+                    after.append("the caller goes on")
+                    assert isinstance(chat.error, TransportError)
+                    assert "CancelledError" in chat.error.message
+                    assert chat.messages[-1].content == "go"  # type: ignore[union-attr]
+        finally:
+            stop.set()
+            await server
+
+    asyncio.run(main())
+    assert after == ["the caller goes on"]
 
 
 def test_cancelling_an_async_tool_still_cancels_it_on_asyncio() -> None:
