@@ -426,10 +426,23 @@ def test_activities_stay_out_of_the_request() -> None:
         ([{"role": "user", "id": "a", "content": 5}], r"messages\[0\]\.content"),
         ([{"role": "user", "id": "a", "content": ["x"]}], r"messages\[0\]\.content\[0\]"),
         ([{"role": "assistant", "id": 1}], r"messages\[0\]\.id"),
-        ([{"role": "assistant", "id": "a", "toolCalls": [{"id": "c"}]}], "'function'"),
         (
-            [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "function": {"name": 1}}]}],
+            [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "type": "function"}]}],
+            "'function'",
+        ),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "id": "a",
+                    "toolCalls": [{"id": "c", "type": "function", "function": {"name": 1}}],
+                }
+            ],
             r"toolCalls\[0\]\.function\.name",
+        ),
+        (
+            [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "function": {}}]}],
+            r"toolCalls\[0\]: missing required field 'type'",
         ),
         ([{"role": "activity", "id": "a", "activityType": "p", "content": []}], "content"),
     ],
@@ -707,7 +720,11 @@ def test_R_J1_what_a_reading_strips_is_named_by_its_path() -> None:
                 "role": "assistant",
                 "metadata": {"free": 1},
                 "toolCalls": [
-                    {"id": "c", "function": {"name": "f", "arguments": "{}", "strict": True}}
+                    {
+                        "id": "c",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": "{}", "strict": True},
+                    }
                 ],
             },
             {"id": "n", "role": "narrator", "anything": 1},
@@ -1223,3 +1240,23 @@ def test_a_role_that_is_not_a_string_is_malformed_not_a_crash(event_type: str, r
         del frame["toolCallId"], frame["content"]
     with pytest.raises(WireError, match="at role: expected a string"):
         read_frame(json.dumps(frame))
+
+
+def test_R_J1_a_tool_call_is_read_with_its_required_type() -> None:
+    """AG-UI 1.0 (Schema: ToolCall): ``type`` is ``"function"``, **required**; a value
+    omitting a required field is "rejected as malformed" (Processing Model), and an
+    unrecognised value in a required position removes what holds it ("Inside a list,
+    the unrecognisable element is dropped"). The reading supplied 'function' for a
+    missing type, and kept any other type, which then went back to the agent."""
+    call = {"id": "c", "function": {"name": "f", "arguments": "{}"}}
+    assistant = {"role": "assistant", "id": "a", "toolCalls": [call]}
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [assistant]}
+    with pytest.raises(WireError, match=r"toolCalls\[0\]: missing required field 'type'"):
+        read_frame(json.dumps(snapshot))
+    calls = [{**call, "type": "retrieval"}, {**call, "id": "d", "type": "function"}]
+    event, left = read_frame(
+        json.dumps({**snapshot, "messages": [{**assistant, "toolCalls": calls}]})
+    )
+    assert isinstance(event, MessagesSnapshot)
+    assert [c.id for c in event.messages[0].tool_calls or ()] == ["d"]  # type: ignore[union-attr]
+    assert left == (LeftOut(("messages", 0, "toolCalls", 0), "a tool call of type 'retrieval'"),)

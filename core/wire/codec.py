@@ -704,7 +704,7 @@ def _build() -> dict[type, Callable[[Any], Any]]:
         tuple[FrozenDict, ...] | None: _opt(_objects),
         tuple[str, ...] | None: _opt_strs,
         FunctionCall: _nested(reader(FunctionCall)),
-        tuple[ToolCall, ...] | None: _opt(_nested_tuple(reader(ToolCall), "tool calls")),
+        tuple[ToolCall, ...] | None: _opt(_tool_calls(reader(ToolCall))),
         probe["messages"]: _messages,
         probe["message_sequence"]: _messages,
         probe["outcome"]: _opt(_nested(_decode_outcome)),
@@ -717,7 +717,7 @@ def _build() -> dict[type, Callable[[Any], Any]]:
     # What holds members of its own to check for what AG-UI 1.0 does not define.
     inner: dict[Any, _Walk] = {
         FunctionCall: _walk(FunctionCall),
-        tuple[ToolCall, ...] | None: _each(_walk(ToolCall)),
+        tuple[ToolCall, ...] | None: _each(_walk_tool_call),
         probe["messages"]: _each(_walk_message),
         probe["message_sequence"]: _each(_walk_message),
         probe["outcome"]: _walk_outcome,
@@ -795,10 +795,44 @@ def _build() -> dict[type, Callable[[Any], Any]]:
 
 
 _MISSING = object()
-_REQUIRED_WITH_DEFAULT: dict[type, tuple[str, ...]] = {ev.ReasoningMessageStart: ("role",)}
+_REQUIRED_WITH_DEFAULT: dict[type, tuple[str, ...]] = {
+    ev.ReasoningMessageStart: ("role",),
+    ToolCall: ("type",),
+}
 """Wire keys AG-UI 1.0 requires of a class whose field has a default (for those who
 build one): REASONING_MESSAGE_START's role is "Fixed, and required rather than
-defaulted" (Schema: ReasoningMessageStartEvent), so a frame without it is malformed."""
+defaulted" (Schema: ReasoningMessageStartEvent), and a call's type "required" (Schema:
+ToolCall), so a value without one is malformed."""
+
+
+def _tool_calls(read: Callable[[Any], ToolCall]) -> Callable[[str], _Hook]:
+    """Hooks for ``toolCalls``: a call of a type AG-UI 1.0 does not define (it defines
+    "function" only, Schema: ToolCall) is dropped from the list, as the Processing
+    Model has an unrecognised value in a required position remove what holds it."""
+
+    def known(v: Any) -> ToolCall | None:
+        if type(v) is dict and "type" not in v:
+            raise _Bad("missing required field 'type'")
+        kind = _tag(v, "type", "a tool call")
+        return read(v) if kind == "function" else None
+
+    def factory(key: str) -> _Hook:
+        inner = _nested_tuple(known, "tool calls")(key)
+
+        def hook(v: Any, t: Any) -> tuple[ToolCall, ...]:
+            calls: tuple[ToolCall | None, ...] = inner(v, t)
+            return calls if None not in calls else tuple(c for c in calls if c is not None)  # type: ignore[return-value]
+
+        return hook
+
+    return factory
+
+
+def _walk_tool_call(v: Any, path: _Path, out: _LeftOut) -> None:
+    if v["type"] == "function":
+        _walk_members(_MEMBERS[ToolCall], v, path, out)
+    else:  # dropped from its list
+        out.append(LeftOut(path, f"a tool call of type {_short(v['type'], 40)}"))
 
 
 def _requiring(keys: tuple[str, ...], structure: Callable[[Any], _T]) -> Callable[[Any], _T]:
