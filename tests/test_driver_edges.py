@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -309,6 +310,63 @@ def test_cancelled_timers_leave_the_fake_drivers_heap() -> None:
         assert driver.pending_timers() == []
     assert len(driver._timers) <= 64
     assert len(driver.requests) == 600 and chat.error is None
+
+
+def _at_a_freed_address(driver: FakeDriver, abandon: Any) -> Resource:
+    """A resource of ``driver`` at the address of one that ``abandon`` left with an
+    aborted attempt or a cancelled timer and then dropped (CPython reuses addresses)."""
+    freed: set[int] = set()
+    for _ in range(500):
+        chat = driver.chat(Options(retry=RetryPolicy(jitter=0)))
+        if id(chat) in freed:
+            return chat
+        abandon(chat)
+        freed.add(id(chat))
+        del chat
+        gc.collect()
+    pytest.skip("no freed resource's address was reused")
+
+
+def test_the_fake_driver_never_hands_a_freed_resources_aborted_attempts_to_a_new_one() -> None:
+    """The fake driver kept aborted attempts by ``(id(resource), attempt)``: a new
+    resource at a freed one's address found its own first attempt (the same number,
+    counters being per resource) already aborted, never sent it, and loaded forever."""
+    driver = FakeDriver(ScriptedAgent(lambda r: reply(started(r), finished(r))))
+
+    def stopped_before_its_send(chat: Resource) -> None:
+        chat.send("hi")
+        chat.stop()  # AbortAttempt before the request went out
+        driver.run_until_idle()
+
+    chat = _at_a_freed_address(driver, stopped_before_its_send)
+    sent = len(driver.requests)
+    chat.send("hi")
+    driver.run_until_idle()
+    assert len(driver.requests) == sent + 1
+    assert not chat.is_loading and chat.error is None
+
+
+def test_the_fake_driver_never_hands_a_freed_resources_cancelled_timers_to_a_new_one() -> None:
+    """The same for timers: a retry timer of the new resource, numbered as the freed
+    one's cancelled back-off was, must still fire."""
+    agent = ScriptedAgent(lambda r: reply(started(r), finished(r)))
+    driver = FakeDriver(agent)
+
+    def stopped_in_its_back_off(chat: Resource) -> None:
+        agent.then(refuse(503))
+        chat.send("hi")
+        driver.run_until_idle(follow_retries=False)
+        assert chat.is_retrying
+        chat.stop()  # CancelTimer for the retry
+        driver.run_until_idle()
+
+    chat = _at_a_freed_address(driver, stopped_in_its_back_off)
+    sent = len(driver.requests)
+    agent.then(refuse(503))
+    chat.send("hi")
+    driver.run_until_idle()
+    assert len(driver.requests) == sent + 2  # refused, then retried
+    assert not chat.is_loading and chat.error is None
 
 
 async def _awaits_a_cancelled_task(args: Any) -> str:

@@ -26,6 +26,7 @@ import asyncio
 import heapq
 import inspect
 import json
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args, overload
@@ -216,6 +217,11 @@ class FakeDriver(ResourceFactory[R]):
         self._aborted: set[tuple[int, int]] = set()
         self._cancelled_tools: set[tuple[int, int]] = set()
         self._tools: dict[int, Mapping[str, ToolShape]] = {}
+        # The books above name a resource by a number of its own, never by id(): a freed
+        # resource's address is given to a new one, which must not inherit its aborted
+        # attempts, cancelled timers and tools (nor find its own never sent, or never fired).
+        self._keys: dict[int, tuple[weakref.ref[Resource], int]] = {}
+        self._key_serial = 0
 
     # -- resources (chat() and completion() come from ResourceFactory) -----------------
 
@@ -228,8 +234,18 @@ class FakeDriver(ResourceFactory[R]):
         state: Any,
     ) -> R:
         r = self.resource_class(self, options, thread_id=thread_id, messages=messages, state=state)
-        self._tools[id(r)] = {name: ToolShape.of(fn) for name, fn in local_tools.items()}
+        key = self._key(r)
+        self._tools[key] = {name: ToolShape.of(fn) for name, fn in local_tools.items()}
+        weakref.finalize(r, self._tools.pop, key, None)
         return r
+
+    def _key(self, resource: Resource) -> int:
+        """The number this driver's books know ``resource`` by, for its whole life."""
+        entry = self._keys.get(id(resource))
+        if entry is None or entry[0]() is not resource:  # new, or a freed one's address
+            self._key_serial += 1
+            entry = self._keys[id(resource)] = (weakref.ref(resource), self._key_serial)
+        return entry[1]
 
     # -- the Driver protocol -------------------------------------------------------------
 
@@ -237,7 +253,7 @@ class FakeDriver(ResourceFactory[R]):
         return self.clock._now  # read on every event: one call, not two
 
     def execute(self, resource: Resource, commands: Sequence[Command]) -> None:
-        key = id(resource)
+        key = self._key(resource)
         for c in commands:
             if isinstance(c, StartAttempt):
                 self._actions.append(("start", (resource, c)))
@@ -318,11 +334,7 @@ class FakeDriver(ResourceFactory[R]):
 
     def pending_timers(self) -> list[tuple[float, str]]:
         """``(due, purpose)`` of every live timer, soonest first."""
-        return sorted(
-            (due, t.purpose)
-            for due, _, t in self._timers
-            if (id(t.resource), t.timer) not in self._cancelled_timers
-        )
+        return sorted((due, t.purpose) for due, _, t in self._timers if not self._cancelled(t))
 
     @property
     def requests(self) -> list[Request]:
@@ -334,9 +346,12 @@ class FakeDriver(ResourceFactory[R]):
         """Take cancelled timers out of the heap (they stay in it until their due time
         otherwise, and every idle check reads the whole heap)."""
         dead = self._cancelled_timers
-        self._timers = [e for e in self._timers if (id(e[2].resource), e[2].timer) not in dead]
+        self._timers = [e for e in self._timers if not self._cancelled(e[2])]
         heapq.heapify(self._timers)
         dead.clear()  # timer ids are never reused once cancelled
+
+    def _cancelled(self, t: _Timer) -> bool:
+        return (self._key(t.resource), t.timer) in self._cancelled_timers
 
     def _fire_next(self, until: float) -> bool:
         """Fire the soonest live timer due at or before ``until``, moving the clock to
@@ -344,7 +359,7 @@ class FakeDriver(ResourceFactory[R]):
         timers = self._timers
         while timers and timers[0][0] <= until:
             due, _, t = heapq.heappop(timers)
-            if (id(t.resource), t.timer) in self._cancelled_timers:
+            if self._cancelled(t):
                 continue
             self.clock.set(max(due, self.clock.now()))
             t.resource.apply(i.TimerFired(t.timer))
@@ -353,14 +368,12 @@ class FakeDriver(ResourceFactory[R]):
 
     def _next_due(self, purpose: str) -> float | None:
         live = [
-            due
-            for due, _, t in self._timers
-            if t.purpose == purpose and (id(t.resource), t.timer) not in self._cancelled_timers
+            due for due, _, t in self._timers if t.purpose == purpose and not self._cancelled(t)
         ]
         return min(live) if live else None
 
     def _start(self, resource: Resource, c: StartAttempt) -> bool:
-        key = (id(resource), c.attempt)
+        key = (self._key(resource), c.attempt)
         if key in self._aborted:
             return False
         try:
@@ -393,7 +406,7 @@ class FakeDriver(ResourceFactory[R]):
         failed = r.fail_after is not None and position >= r.fail_after
         if failed or position >= len(r.events):
             stream.closed = True
-            self._streams.pop((id(stream.resource), stream.attempt), None)
+            self._streams.pop((self._key(stream.resource), stream.attempt), None)
             if failed:
                 stream.resource.apply(i.AttemptFailed(stream.attempt, r.failure))
             else:
@@ -408,9 +421,9 @@ class FakeDriver(ResourceFactory[R]):
         return True
 
     def _run_tool(self, resource: Resource, c: RunTool) -> bool:
-        if (id(resource), c.task) in self._cancelled_tools:
+        if (self._key(resource), c.task) in self._cancelled_tools:
             return False
-        tool = self._tools[id(resource)].get(c.name)
+        tool = self._tools[self._key(resource)].get(c.name)
         try:
             if tool is None:
                 raise LookupError(f"no function was registered for local tool {c.name!r}")
