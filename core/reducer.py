@@ -54,6 +54,7 @@ from .inputs import (
 )
 from .json import JSON, FrozenDict, NotJSONError, freeze
 from .options import MAX_WAIT, ExpiryPolicy, Options
+from .patch import json_equal
 from .pvec import PVec
 from .state import (
     Attempt,
@@ -415,7 +416,7 @@ def _settle(tx: _Tx) -> None:
     ``cancelled`` outcome, a failure or a stop it waits for reload() or a new thread."""
     tx.set(resuming=False, tool_rounds=0, settled=True)
     s = tx.s
-    if s.options.kind == "completion" and s.input is not None and s.input != s.answered:
+    if s.options.kind == "completion" and s.input is not None and not _same(s.input, s.answered):
         _close_streams(tx)  # the deferred input is new input
         _start_completion(tx, s.input)
 
@@ -697,7 +698,7 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
     )
     # R-E4: a completion's current input is sent once, unchanged, on the next thread.
     cur = tx.s
-    unanswered = cur.input is not None and (cur.input != cur.answered or not cur.settled)
+    unanswered = cur.input is not None and (not _same(cur.input, cur.answered) or not cur.settled)
     if cur.options.kind == "completion" and cur.input is not None and unanswered:
         _start_completion(tx, cur.input)
     return tx.done()
@@ -707,7 +708,7 @@ def _set_input(s: State, i: SetInput, now: float) -> Transition:
     if s.options.kind != "completion":
         raise err.UsageError("set_input is for completion resources; a chat uses send()")
     value = CompletionInput(intake.json_value(i.value, "set_input()"))
-    if value == s.input:
+    if _same(value, s.input):
         return Transition(s)
     tx = _Tx(s)
     tx.set(input=value)
@@ -717,6 +718,15 @@ def _set_input(s: State, i: SetInput, now: float) -> Transition:
     _supersede(tx)  # R-E5
     _start_completion(tx, value)
     return tx.done()
+
+
+def _same(a: CompletionInput | None, b: CompletionInput | None) -> bool:
+    """Whether two completion inputs are the same JSON value (R-E1, R-E2). JSON's
+    equality, not Python's: ``true`` is not ``1``, and the endpoint would read other
+    content (objects compare unordered, and ``1`` is ``1.0``, as JSON Patch's test has it)."""
+    if a is None or b is None:
+        return a is b
+    return json_equal(a.value, b.value)
 
 
 def _configure(s: State, i: Configure, now: float) -> Transition:

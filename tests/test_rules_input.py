@@ -710,6 +710,45 @@ def test_R_E2_input_back_to_the_answered_one_starts_nothing():
     assert (comp.is_loading, comp.is_resuming, comp.error) == (False, False, None)
 
 
+NUMBER_TO_BOOLEAN = [(1, True), ({"n": 0}, {"n": False}), ([0, 1], [False, True])]
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(("before", "after"), NUMBER_TO_BOOLEAN)
+def test_R_E1_a_number_changed_to_a_boolean_is_a_changed_input(before: Any, after: Any):
+    """R-E1: JSON tells ``true`` from ``1`` where Python's ``==`` does not; the endpoint
+    would read other content (``true``, not ``1``), so the input changed and runs."""
+    driver = RecordingDriver(ScriptedAgent(answer_completion))
+    comp = driver.completion()
+    comp.set_input(before)
+    driver.run_until_idle()
+    comp.set_input(after)
+    assert _compact(thaw(comp.input)) == _compact(after)
+    driver.run_until_idle()
+    assert inputs_sent(driver) == [_compact(before), _compact(after)]
+    assert comp.output == f"answer to {_compact(after)}"
+
+
+@pytest.mark.parametrize(("before", "after"), NUMBER_TO_BOOLEAN)
+def test_R_E2_a_deferred_boolean_is_not_the_answered_number(before: Any, after: Any):
+    """R-E2: the deferred input differs from the answered one when a number became a
+    boolean, so it runs once the resumed interaction succeeds (it is not "back to A")."""
+    driver = RecordingDriver(ScriptedAgent(answer_completion).then(pause(ASK), succeed()))
+    comp = driver.completion()
+    comp.set_input(before)
+    driver.run_until_idle()
+    batch = comp.pending_interrupts
+    assert batch is not None
+    comp.set_input(after)
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert inputs_sent(driver) == [_compact(before), _compact(before), _compact(after)]
+    assert comp.output == f"answer to {_compact(after)}"
+
+
 def test_R_E3_another_interrupt_keeps_C_deferred():
     """R-E3, R-C5: a new interrupt in the resumed interaction keeps C deferred; C runs
     only after that batch, too, is answered and the interaction succeeds."""
