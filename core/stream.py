@@ -12,8 +12,10 @@ vector, so closing one copies a few dozen pointers, not the history.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import attrs
 
 from .errors import article, listed, quote
 from .json import JSON, FrozenDict, as_object
@@ -925,6 +927,29 @@ def _state_delta(s: Stream, e: ev.StateDelta) -> Stream:
     return _with_skipped(patched, skipped, "STATE_DELTA") if skipped else patched
 
 
+def _restates(held: Message, given: Message) -> bool:
+    """Whether a snapshot's ``given`` copy is the ``held`` message exactly: ``==``, and
+    every value of the same kind (``==`` takes ``true`` for ``1`` and ``1.0`` for ``1``,
+    which JSON tells apart), so keeping the held object loses nothing the agent said."""
+    if given != held:
+        return False
+    stack: list[tuple[object, object]] = [(held, given)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        cls = type(x)
+        if cls is not type(y):
+            return False
+        if isinstance(x, Mapping):
+            stack.extend((v, y[k]) for k, v in x.items())  # type: ignore[index]
+        elif isinstance(x, tuple | PVec):
+            stack.extend(zip(x, y, strict=True))  # type: ignore[call-overload]
+        elif attrs.has(cls):
+            stack.extend((getattr(x, f.name), getattr(y, f.name)) for f in attrs.fields(cls))
+    return True
+
+
 def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     """Reconciled by id, as AG-UI 1.0 (State) says: a message the snapshot names is
     replaced in place, one it does not name is dropped (but activity and reasoning
@@ -950,7 +975,7 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     for m in s.messages:
         new = given.get(m.id)
         if new is not None and m.id not in placed:
-            merged.append(m if new == m else new)
+            merged.append(m if _restates(m, new) else new)
             placed.add(m.id)
         elif new is None and m.role in kept_roles:
             merged.append(m)

@@ -1238,6 +1238,32 @@ def test_R_J2_messages_snapshot_reconciles_by_id() -> None:
     assert chat.messages[2] is not old["a1"]
 
 
+def test_R_J2_messages_snapshot_restating_a_number_as_a_boolean_replaces_the_message() -> None:
+    """R-J2: the snapshot's copy replaces a held message unless it is the same; ``==``
+    took ``{"done": true}`` for the ``{"done": 1}`` held, so the history kept the ``1``
+    the agent no longer says (and would show it, or send it back, as a number)."""
+
+    def plan(done: Any) -> dict[str, Any]:
+        restated = {
+            "id": "p1",
+            "role": "activity",
+            "activityType": "plan",
+            "content": {"done": done},
+        }
+        return ev("MESSAGES_SNAPSHOT", messages=[restated])
+
+    driver, chat = chat_with(succeed(plan(1)), succeed(plan(True)), messages=())
+    start(chat, driver)
+    driver.run_until_idle()
+    held = chat.messages[-1]
+    assert held.id == "p1" and type(held.content["done"]) is int
+    start(chat, driver, "Again", "u2")
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    restated = next(m for m in chat.messages if m.id == "p1")
+    assert restated.content["done"] is True
+
+
 def test_R_J2_messages_snapshot_restates_open_streams() -> None:
     """R-J2: a text message and a tool call still streaming are restated by a
     MESSAGES_SNAPSHOT: the snapshot's version is what shows and what the run's end
