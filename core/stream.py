@@ -848,7 +848,7 @@ def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     if i is not None:
         # AG-UI 1.0: the result is a message of its own, with its own id; history is
         # restated by snapshots, never re-streamed. The same result again is dropped.
-        if s.messages[i] == msg:
+        if _restates(s.messages[i], msg):
             raise StreamWarning(
                 f"TOOL_CALL_RESULT {e.message_id!r} repeats a result the history holds; "
                 "it was dropped"

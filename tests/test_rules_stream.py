@@ -3671,3 +3671,16 @@ def test_R_J2_a_tool_result_reusing_a_message_id_fails_the_run_unless_it_repeats
         "TOOL_CALL_RESULT 'u1' names a message id the history already holds (a user "
         "message): a result needs an id of its own"
     )
+
+
+def test_R_J2_a_tool_result_differing_only_as_true_from_1_is_not_a_repeat() -> None:
+    """A repeat is the same JSON: a result whose metadata says ``true`` where the held
+    one says ``1`` is another result, and fails the run as any id clash does. Python's
+    ``==`` took it for a repeat and dropped it with a warning."""
+    first = ev(
+        "TOOL_CALL_RESULT", messageId="r1", toolCallId="tc1", content="ok", metadata={"n": 1}
+    )
+    again = {**first, "metadata": {"n": True}}
+    driver, chat = chat_with(succeed(*tool_call("tc1", "remote", {}), first, again))
+    error = assert_rolled_back(driver, chat, start(chat, driver))
+    assert "TOOL_CALL_RESULT 'r1' names a message id the history already holds" in str(error)
