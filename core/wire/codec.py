@@ -624,6 +624,23 @@ def _nested_tuple(decode: Callable[[Any], Any], what: str) -> Callable[[str], _H
     return factory
 
 
+def _known_tuple(decode: Callable[[Any], Any], what: str) -> Callable[[str], _Hook]:
+    """Hooks for an array of objects that ``decode`` reads, or answers None for one of a
+    kind AG-UI 1.0 does not define: that one is dropped, and the list survives
+    (Processing Model)."""
+
+    def factory(key: str) -> _Hook:
+        read = _nested_tuple(decode, what)(key)
+
+        def hook(v: Any, t: Any) -> tuple[Any, ...]:
+            out: tuple[Any, ...] = read(v, t)
+            return out if None not in out else tuple(x for x in out if x is not None)
+
+        return hook
+
+    return factory
+
+
 def _interrupts(key: str) -> _Hook:
     """R-A6: a non-empty array of interrupts with distinct string ids."""
     inner = _nested_tuple(_decode_interrupt, "interrupts")(key)
@@ -816,16 +833,7 @@ def _tool_calls(read: Callable[[Any], ToolCall]) -> Callable[[str], _Hook]:
         kind = _tag(v, "type", "a tool call")
         return read(v) if kind == "function" else None
 
-    def factory(key: str) -> _Hook:
-        inner = _nested_tuple(known, "tool calls")(key)
-
-        def hook(v: Any, t: Any) -> tuple[ToolCall, ...]:
-            calls: tuple[ToolCall | None, ...] = inner(v, t)
-            return calls if None not in calls else tuple(c for c in calls if c is not None)  # type: ignore[return-value]
-
-        return hook
-
-    return factory
+    return _known_tuple(known, "tool calls")
 
 
 def _walk_tool_call(v: Any, path: _Path, out: _LeftOut) -> None:
@@ -1006,15 +1014,8 @@ def _decode_message(v: Any) -> Message | None:
     return None if cls is None else _READERS[cls](v)
 
 
-def _messages(key: str) -> _Hook:
-    """A list of messages, those of a role AG-UI 1.0 does not define dropped."""
-    read = _nested_tuple(_decode_message, "messages")(key)
-
-    def hook(v: Any, t: Any) -> tuple[Message, ...]:
-        out: tuple[Message | None, ...] = read(v, t)
-        return out if None not in out else tuple(m for m in out if m is not None)  # type: ignore[return-value]
-
-    return hook
+_messages = _known_tuple(_decode_message, "messages")
+"""Hooks for a list of messages, those of a role AG-UI 1.0 does not define dropped."""
 
 
 def _decode_outcome(v: Any) -> ev.Outcome:
