@@ -23,6 +23,7 @@ __all__ = [
     "messages",
     "new_message_id",
     "serial_past",
+    "serial_past_id",
     "thread_id",
     "user_content",
     "user_message",
@@ -118,6 +119,16 @@ def serial_past(history: Iterable[Message], prefix: str, serial: int) -> int:
             tail = m.id.rpartition("-")[2]
             if tail.isdigit() and tail.isascii() and len(tail) <= 18:
                 serial = max(serial, int(tail))
+    return serial
+
+
+def serial_past_id(value: str | None, prefix: str, serial: int) -> int:
+    """``serial``, raised past the number one id (a thread id) carries under ``prefix``,
+    so that a generated id never repeats it."""
+    if value is not None and value.startswith(prefix + "-"):
+        tail = value.rpartition("-")[2]
+        if tail.isdigit() and tail.isascii() and len(tail) <= 18:
+            serial = max(serial, int(tail))
     return serial
 
 

@@ -124,10 +124,14 @@ def initial_state(
         raise err.UsageError(f"options must be an Options, not {err.a_type(options)}")
     history = intake.messages(messages, "messages=")
     options = options or Options()
+    thread_id = intake.thread_id(thread_id, "thread_id=")
+    serial = intake.serial_past(history, _prefix(options), 0)
     return State(
         options=options,
-        serial=intake.serial_past(history, _prefix(options), 0),
-        thread_id=intake.thread_id(thread_id, "thread_id="),
+        # A thread id under the prefix (saved from an earlier runtime) is not generated
+        # again either: set_thread_id(None) must move to another thread (R-H1).
+        serial=intake.serial_past_id(thread_id, _prefix(options), serial),
+        thread_id=thread_id,
         checkpoint=Checkpoint(
             messages=PVec.from_iterable(history),
             state=FrozenDict() if state is None else intake.json_value(state, "state="),
@@ -687,6 +691,8 @@ def _set_thread_id(s: State, i: SetThreadId, now: float) -> Transition:
     _end_activity(tx, "the thread changed")
     _close_streams(tx)
     _cancel_expiry_timer(tx)
+    # R-H1: a generated id is a new one; an id given under the prefix is never generated.
+    tx.set(serial=intake.serial_past_id(i.thread_id, _prefix(s.options), tx.s.serial))
     tx.set(
         thread_id=i.thread_id if i.thread_id is not None else tx.new_id("thread"),
         batch=None,
@@ -752,6 +758,7 @@ def _configure(s: State, i: Configure, now: float) -> Transition:
     if _prefix(new) != _prefix(old):
         # Ids under the new prefix must not repeat ones the history already has.
         serial = intake.serial_past(s.checkpoint.messages, _prefix(new), serial)
+        serial = intake.serial_past_id(s.thread_id, _prefix(new), serial)
     return Transition(evolve(s, options=new, serial=serial))
 
 

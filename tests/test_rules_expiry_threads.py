@@ -671,6 +671,25 @@ def test_R_H1_clearing_a_concrete_thread_id_generates_a_new_one():
     assert driver.requests[-1].resume is None
 
 
+def test_R_H1_a_generated_thread_id_is_never_the_one_given():
+    """R-H1: clearing a concrete thread id generates a *new* id, even when the given
+    one (saved from an earlier runtime, or set by hand) is spelt under the id prefix:
+    a "new" thread that is the old one would resume the old workflow on the server."""
+    for given in ("interlude-thread-1", "interlude-thread-7"):
+        driver = RecordingDriver(ScriptedAgent(succeed()))
+        chat = driver.chat(thread_id=given)
+        for n in range(8):  # the counter passes the given id's number on the way
+            chat.set_thread_id(None)
+            assert chat.thread_id != given, n
+            chat.set_thread_id(given)
+        chat.set_thread_id(None)
+        generated = chat.thread_id
+        chat.configure(Options(id_prefix="p"))
+        chat.set_thread_id("p-thread-9")
+        chat.set_thread_id(None)
+        assert chat.thread_id not in (given, generated, "p-thread-9")
+
+
 # -- R-H2 -------------------------------------------------------------------------------
 
 
