@@ -328,7 +328,10 @@ class Resource:
         try:
             while self._pending_notifications:
                 self._pending_notifications -= 1
-                for observer in self._observers:
+                observers = self._observers
+                for observer in observers:
+                    if self._observers is not observers and observer not in self._observers:
+                        continue  # unsubscribed by an earlier observer of this round
                     try:
                         observer(self)
                     except Exception as exc:  # an application bug: report, don't crash

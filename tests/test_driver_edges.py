@@ -58,6 +58,37 @@ def test_R_F1_R_I2_an_observer_that_always_raises_is_reported_once_per_change() 
     assert driver.requests == []  # the aborted attempt never went out
 
 
+def test_R_I2_an_observer_unsubscribed_inside_a_notification_is_not_called_again() -> None:
+    """R-I2: an observer may call any method from inside a notification, unsubscribe
+    included; once another observer's call to unsubscribe() returns, the unsubscribed
+    one is not called, in that round either. (A torn-down widget's observer that
+    raised would otherwise fail the run as an ObserverError.)"""
+    driver = FakeDriver(
+        ScriptedAgent(lambda r: reply(started(r), *text("a1", "Hello.", chunks=3), finished(r)))
+    )
+    chat = driver.chat()
+    torn_down = False
+    late_calls: list[int] = []
+
+    def parent(resource: Any) -> None:
+        nonlocal torn_down
+        if resource.is_loading and not torn_down:
+            torn_down = True
+            unsubscribe_child()
+
+    def child(resource: Any) -> None:
+        if torn_down:
+            late_calls.append(1)
+            raise RuntimeError("widget destroyed")
+
+    chat.subscribe(parent)
+    unsubscribe_child = chat.subscribe(child)
+    chat.send("hi")
+    driver.run_until_idle()
+    assert late_calls == []
+    assert chat.error is None and chat.messages[-1].content == "Hello."
+
+
 def test_R_D5_a_declared_local_tool_without_a_function_becomes_a_tool_message() -> None:
     def answer(req: Request) -> Any:
         if len(driver.requests) == 1:
