@@ -79,11 +79,15 @@ class FrozenDict(dict[str, "JSON"]):
     def __deepcopy__(self, memo: object) -> FrozenDict:
         return self
 
-    def set(self, key: str, value: JSON) -> FrozenDict:
-        """A new object with ``key`` set; this one is unchanged (one O(width) copy)."""
-        fd = FrozenDict(self)  # a C-level copy: dict's merge, not the blocked __setitem__
-        _dict_set(fd, key, value)
-        return fd
+    def set(self, key: str, value: object) -> FrozenDict:
+        """A new object with ``key`` set; this one is unchanged (one O(width) copy).
+
+        ``value`` is checked and frozen as :func:`freeze` does (``NotJSONError``), so
+        the new object is deeply immutable JSON too: a list given here and changed
+        later cannot change it, and a NaN is refused here rather than when sent.
+        """
+        ((k, v),) = freeze({key: value}).items()
+        return with_member(self, k, v)
 
     def without(self, key: str) -> FrozenDict:
         """A new object without ``key``; this one is unchanged (one O(width) copy)."""
@@ -95,6 +99,14 @@ class FrozenDict(dict[str, "JSON"]):
 _dict_init = dict.__init__
 _dict_set = dict.__setitem__
 _dict_del = dict.__delitem__
+
+
+def with_member(obj: FrozenDict, key: str, value: JSON) -> FrozenDict:
+    """``obj`` with ``key`` set to ``value``, which is frozen JSON already (unchecked:
+    for interlude's own code, such as a patch, whose values were checked on entry)."""
+    fd = FrozenDict(obj)  # a C-level copy: dict's merge, not the blocked __setitem__
+    _dict_set(fd, key, value)
+    return fd
 
 
 def _wrap(d: dict[str, JSON]) -> FrozenDict:

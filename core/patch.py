@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .json import JSON, FrozenDict
+from .json import JSON, FrozenDict, with_member
 from .pmap import PMap
 from .pvec import PVec
 
@@ -176,7 +176,7 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON, flat_root
         members = node
         if type(node) is not FrozenDict or len(node) >= SHARE_MEMBERS_FROM:
             members = _shared(node, keep)
-        new = members.without(last) if op == "remove" else members.set(last, value)
+        new = members.without(last) if op == "remove" else _member_set(members, last, value)
     elif type(node) is tuple or type(node) is PVec:
         new = _array_with(node, _index(last, len(node), end_ok=op == "add"), op, value)
     else:
@@ -188,10 +188,17 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON, flat_root
         elif isinstance(key, str):
             if type(parent) is not FrozenDict or len(parent) >= SHARE_MEMBERS_FROM:
                 parent = _shared(parent, keep)
-            new = parent.set(key, new)
+            new = _member_set(parent, key, new)
         else:
             new = _array_with(parent, key, "replace", new)  # type: ignore[arg-type]
     return new
+
+
+def _member_set(obj: FrozenDict | PMap, key: str, value: JSON) -> FrozenDict | PMap:
+    """``obj`` with member ``key`` set to ``value``, frozen already (checked by ``_value``)."""
+    if type(obj) is PMap:
+        return obj.with_member(key, value)
+    return with_member(obj, key, value)  # type: ignore[arg-type]
 
 
 def _shared(obj: Any, keep: object = None) -> FrozenDict | PMap:

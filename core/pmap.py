@@ -148,8 +148,19 @@ class PMap(Mapping[str, Any]):
 
     # -- updates ---------------------------------------------------------------
 
-    def set(self, key: str, value: Any) -> PMap:
-        """A new map with ``key`` set (appended if new); this one is unchanged."""
+    def set(self, key: str, value: object) -> PMap:
+        """A new map with ``key`` set (appended if new); this one is unchanged.
+
+        ``value`` is checked and frozen as ``freeze`` does, as ``FrozenDict.set`` does
+        (a shared state wide enough to be a ``PMap`` is derived from the same way)."""
+        from .json import freeze  # json imports this module
+
+        ((k, v),) = freeze({key: value}).items()
+        return self.with_member(k, v)
+
+    def with_member(self, key: str, value: Any) -> PMap:
+        """``set`` for a ``value`` that is frozen JSON already (unchecked: interlude's
+        own code, such as a patch, whose values were checked on entry)."""
         h = hash(key)
         entry = _lookup(self._root, key, h)
         if entry is not None:

@@ -151,7 +151,7 @@ def _noted_owner(s: Stream, index: int, owner: str | None) -> PMap:
     mid = s.messages[index].id
     if index >= s.fresh or mid in s.owners:
         return s.owners
-    return s.owners.set(mid, owner)
+    return s.owners.with_member(mid, owner)
 
 
 def _drifting(s: Stream, kinds: tuple[str, ...]) -> int:
@@ -1061,7 +1061,7 @@ def _activity_snapshot(s: Stream, e: ev.ActivitySnapshot) -> Stream:
     # A replacing snapshot re-mints the activity: its attribution, and its opener.
     owners = s.owners
     if i < s.fresh or e.message_id in owners:
-        owners = owners.set(e.message_id, e.subagent_run_id)
+        owners = owners.with_member(e.message_id, e.subagent_run_id)
     return evolve(s, messages=s.messages.set(i, msg), owners=owners)
 
 

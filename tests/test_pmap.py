@@ -112,3 +112,31 @@ def test_a_change_copies_a_path_not_the_members() -> None:
     changed = [leaf for leaf in leaves(new) if id(leaf) not in old_ids]
     assert len(changed) == 1 and "k7" in changed[0]
     assert new._order is old._order  # a replaced member keeps its place
+
+
+def test_R_D1_a_wide_state_derived_with_set_is_deeply_immutable() -> None:
+    """R-D1: a shared state wide enough to be a PMap is derived from as a FrozenDict is:
+    ``state.set(key, value)`` freezes the value, so a list changed afterwards does not
+    reach the state, and a value with no JSON form is refused where it is set."""
+    from interlude.adapters.fake import (
+        FakeDriver,
+        ScriptedAgent,
+        finished,
+        reply,
+        started,
+        state_delta,
+    )
+
+    wide = {f"k{i}": i for i in range(1100)}
+    patch = state_delta({"op": "replace", "path": "/k0", "value": -1})
+    driver = FakeDriver(ScriptedAgent(lambda r: reply(started(r), patch, finished(r))))
+    chat = driver.chat(state=wide)
+    chat.send("go")
+    driver.run_until_idle()
+    assert type(chat.state) is PMap
+    cart = ["lamp"]
+    chat.set_state(chat.state.set("cart", cart))
+    cart.append("sofa")
+    assert chat.state["cart"] == ("lamp",)
+    with pytest.raises(ValueError, match="no JSON form"):
+        chat.state.set("total", float("nan"))

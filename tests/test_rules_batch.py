@@ -52,7 +52,7 @@ from interlude.core.errors import (
     UsageError,
 )
 from interlude.core.inputs import Resume
-from interlude.core.json import freeze, thaw
+from interlude.core.json import NotJSONError, freeze, thaw
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.reducer import step
 from interlude.core.state import Batch
@@ -982,6 +982,35 @@ def test_R_B4_answers_are_copied_at_claim_time_including_for_retries() -> None:
     assert bodies[0] == bodies[1] == bodies[2]
     assert len({r.run_id for r in sent}) == 3
     assert chat.error is None and flags(chat) == (False, False)
+
+
+def test_R_B4_an_answer_built_with_frozendict_set_is_copied_at_claim_time() -> None:
+    """R-B4, R-F2: ``FrozenDict.set`` (reference.md: how to derive an object from a
+    frozen one) freezes the value it is given, so an answer built with it is copied
+    like any other: the application's list, changed after resume, does not reach the
+    retry, which re-sends the same answers byte for byte."""
+    driver, chat, batch = paused_chat(pause(q("purchase")), refuse(503), succeed())
+    items = ["lamp"]
+    payload = freeze({"approved": True}).set("items", items)
+    chat.resume(batch.id, [resolved("purchase", payload)])
+    assert driver.step()  # the first attempt goes out and is refused
+    items.append("sofa")
+    driver.run_until_idle()
+    answer = {"approved": True, "items": ["lamp"]}
+    expected = {"interruptId": "purchase", "status": "resolved", "payload": answer}
+    assert [r.resume for r in resume_requests(driver)] == [[expected], [expected]]
+    assert thaw(payload) == answer
+
+
+def test_R_B2_frozendict_set_refuses_what_is_not_json() -> None:
+    """R-B2: a NaN (or any value with no JSON form) put into an answer through
+    ``FrozenDict.set`` is refused where it is put, as ``freeze`` refuses it, rather
+    than accepted by resume() and claimed with a request that cannot be written."""
+    for value in (math.nan, math.inf, {1, 2}, {"deep": [math.nan]}):
+        with pytest.raises(NotJSONError):
+            freeze({}).set("total", value)
+    with pytest.raises(NotJSONError):
+        freeze({}).set(1, "a key that is not a string")  # type: ignore[arg-type]
 
 
 def test_R_B5_the_batch_id_never_leaves_the_runtime() -> None:

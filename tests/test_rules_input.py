@@ -105,6 +105,21 @@ def test_R_D1_set_state_while_paused_is_sent_by_resume_and_alone_sends_nothing()
     ]
 
 
+def test_R_D1_a_state_derived_with_frozendict_set_is_deeply_immutable():
+    """R-D1: ``chat.set_state(chat.state.set("cart", cart))`` stores a frozen copy of
+    ``cart``: changing the list afterwards changes neither the state nor what resume
+    sends (the state is deeply immutable JSON, reference.md)."""
+    driver, chat, batch = paused_chat()
+    cart = ["lamp"]
+    chat.set_state(chat.state.set("cart", cart))
+    cart.append("sofa")
+    assert thaw(chat.state) == {"cart": ["lamp"]}
+    assert isinstance(chat.state["cart"], tuple)
+    chat.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert driver.requests[1].json["state"] == {"cart": ["lamp"]}
+
+
 # -- R-D2 -------------------------------------------------------------------------------
 
 
