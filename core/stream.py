@@ -848,7 +848,12 @@ def _tool_call_result(s: Stream, e: ev.ToolCallResult) -> Stream:
     if i is not None:
         # AG-UI 1.0: the result is a message of its own, with its own id; history is
         # restated by snapshots, never re-streamed. The same result again is dropped.
-        if _restates(s.messages[i], msg):
+        held = s.messages[i]
+        if isinstance(held, ToolMessage):
+            # What the event cannot carry (a local tool's ``error``, an encrypted value
+            # stored since) is no difference: an echo of a failed tool's result repeats it.
+            msg = evolve(msg, error=held.error, encrypted_value=held.encrypted_value)
+        if _restates(held, msg):
             raise StreamWarning(
                 f"TOOL_CALL_RESULT {e.message_id!r} repeats a result the history holds; "
                 "it was dropped"

@@ -3673,6 +3673,40 @@ def test_R_J2_a_tool_result_reusing_a_message_id_fails_the_run_unless_it_repeats
     )
 
 
+def test_R_J2_an_echo_of_a_failed_local_tools_result_is_a_repeat_as_a_successful_ones_is() -> None:
+    """R-D5, R-J2: an endpoint that streams back the client's own tool message as a
+    TOOL_CALL_RESULT repeats a result the history holds: dropped with a warning. The
+    event cannot carry the ``error`` a failed local tool's message holds, so that field
+    is no difference; the echo of a failed tool must not fail the run when the echo of
+    a successful one does not."""
+
+    def boom(arguments: Any) -> Any:
+        raise RuntimeError("no clock here")
+
+    def echo(req: Any) -> Any:
+        (result,) = [m for m in req.json["messages"] if m["role"] == "tool"]
+        again = ev(
+            "TOOL_CALL_RESULT",
+            messageId=result["id"],
+            toolCallId=result["toolCallId"],
+            content=result["content"],
+        )
+        return reply(started(req), again, finished(req))
+
+    for tool in (lambda arguments: "fine", boom):
+        first = succeed(*tool_call("tc1", "local", {}))
+        driver = FakeDriver(ScriptedAgent().then(first, echo))
+        chat = driver.chat(local_tools={"local": tool})
+        chat.send("go")
+        driver.run_until_idle()
+        assert chat.error is None, chat.error
+        assert len(driver.requests) == 2
+        (held,) = [m for m in chat.messages if m.role == "tool"]
+        assert chat.warnings == (
+            f"TOOL_CALL_RESULT {held.id!r} repeats a result the history holds; it was dropped",
+        )
+
+
 def test_R_J2_a_tool_result_differing_only_as_true_from_1_is_not_a_repeat() -> None:
     """A repeat is the same JSON: a result whose metadata says ``true`` where the held
     one says ``1`` is another result, and fails the run as any id clash does. Python's
