@@ -517,7 +517,8 @@ class ReferenceAgent:
             out.say("Hello! Tell me what you need.")
             return out.finish({"type": "success"})
         if long := _LONG.search(text):
-            count = min(int(long.group(1)), MAX_LONG)
+            digits = long.group(1).lstrip("0") or "0"  # int() refuses over 4300 digits
+            count = MAX_LONG if len(digits) > len(str(MAX_LONG)) else min(int(digits), MAX_LONG)
             out.text([f"token{i} " for i in range(count)])
             return out.finish({"type": "success"})
         if _BUY_WORDS.search(text):

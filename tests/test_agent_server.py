@@ -27,6 +27,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
+from interlude.adapters import agent_scenarios
 from interlude.adapters.agent import Fault, ReferenceAgent, encode_frame, serve_agent
 
 NOW = 1_800_000_000.0
@@ -352,6 +353,21 @@ def test_bad_requests_are_refused_before_any_stream() -> None:
         assert get.status_code == 405
         assert agent.requests[0].body == {"threadId": "t", "messages": []}
         assert agent.requests[1].body is None and agent.requests[1].raw == b"{nope"
+
+    with_agent(body)
+
+
+def test_a_long_count_of_thousands_of_digits_is_capped_not_a_500(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """int() refuses a string of more than 4300 digits: the count is capped before it."""
+    monkeypatch.setattr(agent_scenarios, "MAX_LONG", 3)
+
+    async def body(agent: ReferenceAgent, client: httpx.AsyncClient) -> None:
+        events = await post(client, run_input("t", "r1", [user("long " + "9" * 5000)]))
+        assert types(events).count("TEXT_MESSAGE_CONTENT") == 3
+        events = await post(client, run_input("t", "r2", [user("long 0002")]))
+        assert text_of(events) == "token0 token1 "
 
     with_agent(body)
 
