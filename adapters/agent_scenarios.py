@@ -231,7 +231,8 @@ class _Checkpoint:
     tool_call_id: str | None = None
 
 
-DecisionKey = tuple[tuple[str, str, str | None], ...]
+DecisionKey = tuple[tuple[str, str, str], ...]
+"""Sorted (interrupt id, status, payload as canonical JSON or "" when absent) triples."""
 
 
 @dataclass
@@ -598,7 +599,9 @@ class ReferenceAgent:
                 (
                     e["interruptId"],
                     e["status"],
-                    _canonical(e["payload"]) if "payload" in e else None,
+                    # "" for no payload (JSON text is never empty): None would not sort
+                    # against a string when an id repeats, with and without a payload.
+                    _canonical(e["payload"]) if "payload" in e else "",
                 )
                 for e in resume
             )

@@ -498,6 +498,11 @@ RESUME_FAILURES: list[tuple[str, list[Any], str]] = [
     ("missing", [_OK_PURCHASE], "RESUME_MISSING"),
     ("unknown", [_OK_PURCHASE, _OK_ADDRESS, _entry("refund", payload={})], "RESUME_UNKNOWN"),
     ("duplicate", [_OK_PURCHASE, _OK_ADDRESS, _OK_ADDRESS], "RESUME_DUPLICATE"),
+    (
+        "duplicate, one without payload",
+        [_OK_PURCHASE, _OK_ADDRESS, _entry("shipping-address")],
+        "RESUME_DUPLICATE",
+    ),
     ("no payload", [_entry("purchase"), _OK_ADDRESS], "RESUME_INVALID"),
     (
         "wrong type",
