@@ -76,11 +76,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _TooDeep:
+    """A body nested deeper than the JSON decoder recurses: refused with 400."""
+
+
+_TOO_DEEP = _TooDeep()
+
+
 def _parse(raw: bytes) -> Any:
     try:
         return json.loads(raw, parse_constant=_reject_constant)
     except ValueError:
         return None
+    except RecursionError:  # not a ValueError: it would be an HTTP 500
+        return _TOO_DEEP
 
 
 def _batches(frames: Iterable[bytes]) -> Iterable[bytes]:
@@ -139,11 +148,17 @@ class AgentApp:
             await _respond(send, 413, "request body too large")
             return
         body = _parse(raw)
+        too_deep = body is _TOO_DEEP
+        if too_deep:
+            body = None
         self.agent.requests.append(
             RecordedRequest(scope["method"], scope["path"], headers, body, raw)
         )
         if scope["method"] != "POST":
             await _respond(send, 405, "POST a RunAgentInput", [(b"allow", b"POST")])
+            return
+        if too_deep:
+            await _respond(send, 400, json.dumps({"error": "the body is nested too deeply"}), _JSON)
             return
         thread_id = body.get("threadId") if isinstance(body, dict) else None
         fault = self.agent.take_fault(thread_id if isinstance(thread_id, str) else None)

@@ -349,6 +349,9 @@ def test_bad_requests_are_refused_before_any_stream() -> None:
         assert not_json.status_code == 400
         nan = await client.post("/", content=b'{"threadId":"t","runId":"r","messages":[],"x":NaN}')
         assert nan.status_code == 400
+        deep = b'{"threadId":"t","runId":"r","messages":[],"state":' + b"[" * 100_000
+        nested = await client.post("/", content=deep + b"]" * 100_000 + b"}")
+        assert nested.status_code == 400 and "nested too deeply" in nested.json()["error"]
         get = await client.get("/")
         assert get.status_code == 405
         assert agent.requests[0].body == {"threadId": "t", "messages": []}
