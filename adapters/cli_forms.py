@@ -380,7 +380,8 @@ def parse_number(text: str, *, integer: bool) -> int | float:
 def parse_choice(text: str, choices: Sequence[Any]) -> Any:
     """A choice by its number (1-based) or by its value, as shown."""
     raw = text.strip()
-    if raw.isdigit() and 1 <= int(raw) <= len(choices):
+    # ASCII digits only: "²" is a digit to isdigit() that int() refuses.
+    if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= len(choices):
         return choices[int(raw) - 1]
     for choice in choices:
         if raw == _shown(choice) or raw == format_json(choice, 10_000):

@@ -199,6 +199,17 @@ def test_parse_choice_by_number_or_value() -> None:
         parse_choice("3", choices)
 
 
+def test_a_superscript_digit_at_a_choice_is_re_asked_not_a_crash() -> None:
+    """str.isdigit() holds for "²", which int() refuses (ValueError, not InputProblem):
+    the form stopped with a traceback instead of asking again."""
+    with pytest.raises(InputProblem, match="1 to 2"):
+        parse_choice("²", ("a", "b"))
+    assert parse_choice("²", ("x", "²")) == "²"  # still chosen by its value
+    entries, io = walk([ADDRESS], ["¹", "2"])
+    assert entries[0]["payload"] == {"addressId": "address-456"}
+    assert "choose a number from 1 to 2" in io.output
+
+
 def test_parse_json() -> None:
     assert parse_json('{"approved": false}') == {"approved": False}
     assert parse_json("0") == 0
