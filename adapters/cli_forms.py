@@ -248,8 +248,9 @@ def _too_rich(schema: dict[str, Any], depth: int) -> str | None:
         return "its enum is empty or not a list"
     if not isinstance(schema.get("additionalProperties", False), bool):
         return "its additionalProperties is a schema"
-    if not isinstance(schema.get("required", []), list):
-        return "its required is not a list"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return "its required is not a list of property names"
     props = schema.get("properties", {})
     if not isinstance(props, dict) or not all(isinstance(p, dict) for p in props.values()):
         return "its properties are not schemas"

@@ -119,6 +119,9 @@ def test_nested_objects_and_arrays_recurse() -> None:
         ({"type": "number", "exclusiveMinimum": True}, "exclusiveMinimum"),
         ({"enum": []}, "enum"),
         ({"description": "anything"}, "no type"),
+        # Unhashable names: building the set of required keys raised TypeError.
+        ({"type": "object", "properties": {"a": {}}, "required": [["a"]]}, "required"),
+        ({"type": "object", "properties": {"a": {}}, "required": [{}]}, "required"),
     ],
 )
 def test_schemas_a_form_cannot_represent_become_free_json(
