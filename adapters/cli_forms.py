@@ -407,6 +407,8 @@ def parse_json(text: str) -> Any:
         raise InputProblem(f"that is not JSON ({exc.msg} at character {exc.pos + 1})") from None
     except ValueError as exc:
         raise InputProblem(str(exc)) from None
+    except RecursionError:
+        raise InputProblem("that JSON is nested too deeply") from None
 
 
 def _no_constant(name: str) -> Any:

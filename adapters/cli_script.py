@@ -51,6 +51,8 @@ class Script:
             data = json.loads(text)
         except ValueError as exc:
             raise ScriptError(f"the answers file {path} is not JSON: {exc}") from None
+        except RecursionError:
+            raise ScriptError(f"the answers file {path} is nested too deeply") from None
         return cls.parse(data, where=str(path))
 
     @classmethod

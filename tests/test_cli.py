@@ -291,6 +291,18 @@ def test_answers_file_wrong_answer_or_file(tmp_path: Path) -> None:
     assert "is not JSON" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_an_answers_file_nested_too_deeply_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """json.loads raises RecursionError (not ValueError) past about a thousand levels."""
+    deep = tmp_path / "deep.json"
+    nested = "[" * 100_000 + "]" * 100_000
+    deep.write_text('{"messages": [], "answers": {"q": ' + nested + "}}", encoding="utf-8")
+    assert cli_main(["chat", "--answers", str(deep)]) == 2
+    err = capsys.readouterr().err
+    assert "is nested too deeply" in err and "Traceback" not in err
+
+
 def test_demo_walkthrough_runs_without_a_terminal() -> None:
     done = subprocess.run(
         [PY, "-m", "interlude.adapters.demo"],

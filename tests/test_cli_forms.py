@@ -224,6 +224,8 @@ def test_parse_json() -> None:
         parse_json("NaN")
     with pytest.raises(InputProblem):
         parse_json("   ")
+    with pytest.raises(InputProblem, match="nested too deeply"):  # RecursionError, re-asked
+        parse_json("[" * 100_000 + "]" * 100_000)
 
 
 def test_parse_list() -> None:
