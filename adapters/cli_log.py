@@ -73,7 +73,12 @@ class LoggingTransport:
     def _write(self, fields: dict[str, Any]) -> None:
         stamp = datetime.fromtimestamp(self._clock(), UTC).isoformat(timespec="milliseconds")
         record = {"ts": stamp.replace("+00:00", "Z"), **fields}
-        self._sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+        text = json.dumps(record, ensure_ascii=False)
+        # A lone surrogate (a JSON escape of half an emoji, valid on the wire) has no UTF-8
+        # form: the file would refuse it. It sits inside a JSON string, where
+        # backslashreplace writes exactly its JSON escape.
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        self._sink.write(text + "\n")
         self._sink.flush()
 
 

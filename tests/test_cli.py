@@ -583,3 +583,21 @@ def test_a_lone_surrogate_from_the_network_is_shown_escaped_not_a_crash() -> Non
     console.line("smile \ud83d")
     strict.flush()
     assert strict.buffer.getvalue() == b"smile \\ud83d\n"  # type: ignore[attr-defined]
+
+
+def test_a_lone_surrogate_in_a_frame_is_logged_escaped_not_a_failed_run(tmp_path: Path) -> None:
+    """A JSON escape of half an emoji is valid JSON; written raw, the UTF-8 log file
+    refused it (UnicodeEncodeError), and --log turned a good run into a TransportError."""
+    path = tmp_path / "wire.jsonl"
+    with open(path, "a", encoding="utf-8") as log:
+        code, out, err = chat_in_process(ReferenceAgent(), "smile \ud83d\n", log=log)
+    assert code == 0, err
+    assert "agent> You said: smile \\ud83d" in out and "error" not in err
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    said = [
+        e["data"]["delta"]
+        for e in lines
+        if e["direction"] == "receive" and e["data"]["type"] == "TEXT_MESSAGE_CONTENT"
+    ]
+    assert "".join(said) == "You said: smile \ud83d"
+    assert lines[0]["body"]["messages"][-1]["content"] == "smile \ud83d"
