@@ -122,10 +122,10 @@ def describe_interrupt(
     lines = [title, "  " + " | ".join(facts)]
     call = _tool_call(messages, interrupt.tool_call_id)
     if call is not None:
-        lines.append(f"  about the tool call: {call}")
+        lines.append(f"  about the tool call: {one_line(call, 300)}")
     if interrupt.metadata:
         details = ", ".join(
-            f"{k}: {format_json(thaw(v), 60)}" for k, v in interrupt.metadata.items()
+            f"{one_line(k, 60)}: {format_json(thaw(v), 60)}" for k, v in interrupt.metadata.items()
         )
         lines.append(f"  details: {details}")
     return "\n".join(lines)

@@ -38,6 +38,7 @@ from interlude.adapters.cli_forms import (
 )
 from interlude.core.json import FrozenDict, freeze
 from interlude.core.state import Batch
+from interlude.core.wire.messages import AssistantMessage, FunctionCall, ToolCall
 from interlude.core.wire.run_input import Interrupt
 
 
@@ -473,6 +474,21 @@ def test_what_a_hostile_agent_sends_cannot_fake_lines_or_flood_the_terminal() ->
     assert text.count("\n") == 1  # the title line and the facts line
     assert "(6000 more characters not shown)" in text
     assert visible("evil \u202etxt.exe") == "evil \\u202etxt.exe"
+
+    # The tool call's arguments and the metadata's keys stay on their lines too.
+    call = ToolCall(id="c1", function=FunctionCall(name="pay", arguments="{}\n  details: free"))
+    about = Interrupt(
+        id="q",
+        reason="r",
+        message="Approve?",
+        tool_call_id="c1",
+        metadata=frozen({"price\n  -> q: approved": 1}),
+    )
+    shown = describe_interrupt(
+        about, now=0.0, messages=[AssistantMessage(id="a", tool_calls=(call,))]
+    )
+    assert shown.count("\n") == 3, shown  # title, facts, tool call, details
+    assert "pay {}\\n  details: free" in shown and "price\\n  -> q: approved: 1" in shown
 
     many = interrupt("pick", {"enum": [f"option {n}" for n in range(1000)]}, "Pick one")
     entries, io = walk([many], ["option 777"])
