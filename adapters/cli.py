@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, TextIO
 
 import attrs
+import httpx
 import trio
 
 from interlude.core.errors import UsageError
@@ -232,7 +233,7 @@ async def _talk(config: ChatConfig, console: Console, url: str, signals: AsyncIt
         chat = driver.chat(
             options, local_tools={LOCAL_TIME_TOOL.name: get_local_time}, thread_id=config.thread_id
         )
-        session = Session(chat, console, now=driver.now)
+        session = Session(chat, console, now=driver.now, secrets=_secrets(config, url))
         async with trio.open_nursery() as nursery:
             console.reading_in(nursery)
             nursery.start_soon(_on_ctrl_c, signals, session)
@@ -242,6 +243,20 @@ async def _talk(config: ChatConfig, console: Console, url: str, signals: AsyncIt
                 code = await session.interactive(_banner(config, url))
             nursery.cancel_scope.cancel()
     return code
+
+
+def _secrets(config: ChatConfig, url: str) -> list[str]:
+    """What an error body must not show if the endpoint echoes the request: every header
+    value, and its long words (a token without its "Bearer "); the URL's userinfo and
+    query values."""
+    found: list[str] = []
+    for value in config.headers.values():
+        found.append(value)
+        found.extend(word for word in value.split() if len(word) >= 8)
+    parsed = httpx.URL(url)
+    found += [parsed.username, parsed.password]
+    found += [value for _, value in parsed.params.multi_items()]
+    return [secret for secret in found if len(secret) >= 6]  # not a word of every body
 
 
 async def _on_ctrl_c(signals: AsyncIterator[int], session: Session) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import trio
@@ -68,17 +68,21 @@ class _Quit(Exception):
     """The person asked to leave."""
 
 
-def describe_error(error: InterludeError) -> list[str]:
-    """What happened and what it usually means, for a person: first line first."""
+def describe_error(error: InterludeError, secrets: Sequence[str] = ()) -> list[str]:
+    """What happened and what it usually means, for a person: first line first.
+
+    A response may echo the request, credentials included: each of ``secrets`` (the
+    header values and URL credentials sent) is shown as ``***`` in what it said.
+    """
     kind = type(error).__name__
     lines = [f"error ({kind}): {error.message}"]
     if isinstance(error, TransportError):
         if error.status is not None and error.body:
-            lines.append(f"  the response said: {_one_line(error.body)}")
+            lines.append(f"  the response said: {_one_line(_scrubbed(error.body, secrets))}")
         lines.append("  " + _transport_advice(error.status))
     elif isinstance(error, ProtocolError):
         if error.body:
-            lines.append(f"  the response said: {_one_line(error.body)}")
+            lines.append(f"  the response said: {_one_line(_scrubbed(error.body, secrets))}")
         lines.append(
             "  the endpoint does not follow AG-UI 1.0 here: is the URL an AG-UI agent endpoint?"
         )
@@ -109,6 +113,13 @@ def _transport_advice(status: int | None) -> str:
     return "the endpoint rejected the request"
 
 
+def _scrubbed(text: str, secrets: Sequence[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
@@ -117,10 +128,19 @@ def _one_line(text: str, limit: int = 300) -> str:
 class Session:
     """One resource, one console: ``interactive()`` or ``scripted(script)`` returns an exit code."""
 
-    def __init__(self, chat: AsyncResource, console: Console, *, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        chat: AsyncResource,
+        console: Console,
+        *,
+        now: Callable[[], float],
+        secrets: Sequence[str] = (),
+    ) -> None:
         self.chat = chat
         self.console = console
         self.now = now
+        self.secrets = tuple(secrets)
+        """Never shown, even when an error's body echoes them (see :func:`describe_error`)."""
         self.transcript = Transcript(console)
         self.stopped = False
         """Set when Ctrl-C stopped a run (an unattended run then exits 130)."""
@@ -169,7 +189,7 @@ class Session:
             return False
         if error is not self._reported:
             self._reported = error
-            self.console.error("\n".join(describe_error(error)))
+            self.console.error("\n".join(describe_error(error, self.secrets)))
         return True
 
     def show_state(self) -> None:

@@ -25,7 +25,7 @@ import trio
 
 from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
 from interlude.adapters.agent import main as agent_main
-from interlude.adapters.cli import ChatConfig, run_chat
+from interlude.adapters.cli import ChatConfig, _secrets, run_chat
 from interlude.adapters.cli import main as cli_main
 from interlude.adapters.cli_console import Console
 from interlude.adapters.cli_session import describe_error
@@ -565,6 +565,24 @@ def test_headers_and_thread_id_reach_the_endpoint() -> None:
     assert request.headers["authorization"] == "Bearer t0ken"
     assert request.headers["x-trace"] == "cli"
     assert request.body["threadId"] == "thread-cli"
+
+
+def test_a_credential_the_endpoint_echoes_in_an_error_is_not_shown() -> None:
+    """docs/reference.md: the CLI's errors never show a header's value. An endpoint
+    that echoes the request in its 401 body must not put the token on the screen."""
+    token = "s3cr3t-T0KEN-value"
+    agent = ReferenceAgent()
+    agent.faults.append(Fault.refuse(401, f"bad credentials: Bearer {token} (also {token})"))
+    headers = {"Authorization": f"Bearer {token}", "X-Trace": "cli"}
+    code, out, err = chat_in_process(agent, "hello\n", headers=headers)
+    assert code == 0 and "answered HTTP 401" in err
+    assert "the response said: bad credentials: *** (also ***)" in err
+    assert token not in out + err
+
+    url = "http://user:pa55word@h/agent?api_key=sk-0123456789"
+    error = TransportError.from_status(403, "no: user:pa55word sk-0123456789", endpoint=url)
+    lines = describe_error(error, _secrets(ChatConfig(url=url), url))
+    assert lines[1] == "  the response said: no: user:*** ***"
 
 
 def test_control_characters_from_the_network_are_shown_not_obeyed() -> None:
