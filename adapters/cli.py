@@ -121,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(config: ChatConfig) -> int:
     """Run ``interlude chat`` with ``config`` on this terminal; the exit code."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # started with that descriptor closed (`>&-`)
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):  # never crash on a character it cannot show
             stream.reconfigure(errors="replace")

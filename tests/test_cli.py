@@ -303,6 +303,26 @@ def test_an_answers_file_nested_too_deeply_is_a_usage_error(
     assert "is nested too deeply" in err and "Traceback" not in err
 
 
+def test_an_unattended_run_with_stdout_closed_still_runs_and_logs(tmp_path: Path) -> None:
+    """Python sets sys.stdout to None when descriptor 1 is closed (cron, `>&-`): the
+    first line written raised AttributeError, a traceback instead of the run."""
+    answers = write_json(tmp_path / "a.json", {"messages": ["hello"]})
+    log = tmp_path / "wire.jsonl"
+    done = subprocess.run(
+        [PY, "-m", "interlude.adapters.cli", "chat", "--answers", answers, "--log", str(log)],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=TIMEOUT,
+        env=env(),
+        preexec_fn=lambda: os.close(1),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    wire = log.read_text(encoding="utf-8")
+    assert '"delta": "hello"' in wire and '"outcome": {"type": "success"}' in wire
+
+
 def test_demo_walkthrough_runs_without_a_terminal() -> None:
     done = subprocess.run(
         [PY, "-m", "interlude.adapters.demo"],
