@@ -341,6 +341,10 @@ def check_request(request: Any) -> None:
     if not isinstance(request, dict):
         raise BadRequest("the body must be a JSON object")
     _ids(request)
+    version = request.get("protocolVersion")
+    if version is not None and (not isinstance(version, str) or version.split(".")[0] != "1"):
+        shown = json.dumps(version)[:40]
+        raise BadRequest(f"protocolVersion {shown} is not supported: this agent speaks AG-UI 1.x")
     if not isinstance(request.get("messages"), list):
         raise BadRequest("messages must be an array")
     for name in ("tools", "context", "resume"):

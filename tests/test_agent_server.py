@@ -352,6 +352,13 @@ def test_bad_requests_are_refused_before_any_stream() -> None:
         deep = b'{"threadId":"t","runId":"r","messages":[],"state":' + b"[" * 100_000
         nested = await client.post("/", content=deep + b"]" * 100_000 + b"}")
         assert nested.status_code == 400 and "nested too deeply" in nested.json()["error"]
+        for version in ("2.0", 1, "", "v1"):
+            other = {"threadId": "t", "runId": "r", "messages": [], "protocolVersion": version}
+            refused = await client.post("/", json=other)
+            assert refused.status_code == 400 and "AG-UI 1.x" in refused.json()["error"]
+        for version in ("1.0", "1.1"):
+            ok = {"threadId": "t", "runId": "r", "messages": [], "protocolVersion": version}
+            assert (await client.post("/", json=ok)).status_code == 200
         get = await client.get("/")
         assert get.status_code == 405
         assert agent.requests[0].body == {"threadId": "t", "messages": []}
