@@ -5,10 +5,11 @@ The file is JSON::
     {"messages": ["buy an espresso machine"],
      "answers": {"purchase": {"approved": true}, "shipping-address": "cancel"}}
 
-Answers are keyed by interrupt id and reused whenever that id is asked again;
-the string ``"cancel"`` cancels. Every scripted answer is checked with the R-B3
-helper first, so a wrong script fails here, with the checker's problems, and
-not as a rejected resume on the server.
+Answers are keyed by interrupt id and reused whenever that id is asked again
+(but not for the same questions asked again right after the same answers: that
+would loop, so the run stops); the string ``"cancel"`` cancels. Every scripted
+answer is checked with the R-B3 helper first, so a wrong script fails here, with
+the checker's problems, and not as a rejected resume on the server.
 """
 
 from __future__ import annotations

@@ -49,7 +49,8 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 """A network, protocol or run error, or an expired batch, in an unattended run."""
 EXIT_USAGE: Final = 2
-"""Bad arguments or answers file, or an interrupt the script has no (valid) answer for."""
+"""Bad arguments or answers file, or an interrupt the script has no (valid) answer for
+(including questions asked again right after the script's answers to them)."""
 EXIT_INTERRUPTED: Final = 130
 
 HELP: Final = """\
@@ -420,6 +421,7 @@ class Session:
 
     async def _settle_scripted(self, script: Script, asked: set[str]) -> int:
         chat = self.chat
+        last: list[dict[str, Any]] | None = None
         while True:
             if self.stopped:
                 return EXIT_INTERRUPTED
@@ -438,6 +440,13 @@ class Session:
             except ScriptError as exc:
                 self.console.error(f"error: {exc}")
                 return EXIT_USAGE
+            if entries == last:  # a script cannot answer differently: it would loop forever
+                self.console.error(
+                    "error: the agent asked the same questions again after taking these "
+                    "answers; the script has no other answers, so the run stops here"
+                )
+                return EXIT_USAGE
+            last = entries
             if not await self._run(_resumer(chat, batch.id, entries), RESUMING):
                 return EXIT_FAILED
 

@@ -28,6 +28,7 @@ from interlude.adapters.agent import main as agent_main
 from interlude.adapters.cli import ChatConfig, _secrets, run_chat
 from interlude.adapters.cli import main as cli_main
 from interlude.adapters.cli_console import Console
+from interlude.adapters.cli_script import Script
 from interlude.adapters.cli_session import describe_error
 from interlude.core.errors import TransportError
 
@@ -574,6 +575,38 @@ def test_r_f5_failure_after_the_resume_was_taken_offers_a_new_thread() -> None:
     assert "Start a new thread? (y/n): y" in out
     assert "(new thread " in out
     assert "agent> You said: hello" in out
+
+
+class AsksAgain(ReferenceAgent):
+    """Takes every resume, then asks for the shipping address again."""
+
+    def run(self, request: Any) -> list[dict[str, Any]]:
+        if request.get("resume"):
+            again = {"id": f"again-{len(self.requests)}", "role": "user", "content": "address"}
+            request = {**request, "resume": None, "messages": [*request["messages"], again]}
+        return super().run(request)
+
+
+def test_an_unattended_run_stops_when_the_agent_asks_the_same_again() -> None:
+    """The script would give the same answer forever: an unattended run never ended."""
+    agent = AsksAgain()
+    script = Script(("address",), {"shipping-address": {"addressId": "address-123"}})
+    out, err = io.StringIO(), io.StringIO()
+    codes: list[int] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(serve_agent, agent)
+            with trio.fail_after(5):
+                codes.append(
+                    await run_chat(ChatConfig(url=url, script=script), stdout=out, stderr=err)
+                )
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    assert codes == [2], err.getvalue()
+    assert "the agent asked the same questions again" in err.getvalue()
+    assert len(agent.requests) == 2  # the message, then one resume
 
 
 def test_headers_and_thread_id_reach_the_endpoint() -> None:
