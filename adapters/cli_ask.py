@@ -207,15 +207,15 @@ class _Walker:
                 self.io.say(f"{pad}  ... and {hidden} more: type a number or the value itself")
         while True:
             line = await self._line(f"{pad}{field.name} ({hint(field)}): ", field)
+            if not line.strip() and field.has_default:  # the hint says "Enter for ..."
+                return field.default
             if not line.strip() and not isinstance(field, TextField | ArrayField):
-                if field.has_default:
-                    return field.default
                 if not field.required or (isinstance(field, JsonField) and not field.schema):
                     return _SKIP
                 self.io.say(f"{pad}  {field.name} needs an answer")
                 continue
             if not line.strip() and not field.required:
-                return field.default if field.has_default else _SKIP
+                return _SKIP
             try:
                 value = await self._parse(field, line, pad)
             except InputProblem as exc:

@@ -418,6 +418,26 @@ def test_nested_objects_arrays_and_defaults() -> None:
     assert "ship.street must be longer than or equal to 2 characters" in io.output
 
 
+def test_enter_at_a_required_text_or_list_field_with_a_default_gives_the_default() -> None:
+    """The hint says "Enter for ..." for every field with a default; a required text or
+    list field sent "" or [] instead."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "Bob"},
+            "tags": {"type": "array", "items": {"type": "string"}, "default": ["a"]},
+        },
+        "required": ["name", "tags"],
+    }
+    entries, io = walk([interrupt("q", schema)], ["", ""])
+    assert '  name (text, Enter for "Bob"): ' in io.prompts
+    assert entries[0]["payload"] == {"name": "Bob", "tags": ["a"]}
+    entries, _ = walk([interrupt("q", {"type": "string", "default": "hi"})], [""])
+    assert entries[0]["payload"] == "hi"
+    entries, _ = walk([interrupt("q", {"type": "string"})], [""])
+    assert entries[0]["payload"] == ""  # no default: a required text may be empty
+
+
 def test_commands_inside_the_form() -> None:
     shown: list[str] = []
     entries, io = walk(
