@@ -149,6 +149,8 @@ class _Walker:
         self.io = io
         self.commands = commands
         self._checkers: dict[int, tuple[Mapping[str, Any], AnswerValidator | None]] = {}
+        self.reads = 0
+        """Lines read so far: a form that read none cannot be answered differently."""
 
     async def interrupt(self, interrupt: Interrupt) -> dict[str, Any]:
         field = build_form(interrupt.response_schema)
@@ -163,6 +165,7 @@ class _Walker:
             if field.schema:
                 self.io.say(f"  schema: {format_json(field.schema, 300)}")
         while True:
+            reads = self.reads
             try:
                 value = await self.ask(field, depth=0, checked=whole is None)
             except _Cancel:
@@ -172,6 +175,11 @@ class _Walker:
                 check = whole.check(None if value is _SKIP else value)
                 if not check.ok:
                     self._problems(check.problems, "answer")
+                    if self.reads == reads:  # only fixed values: the same form would loop
+                        reason = "its fixed values do not fit it"
+                        field = JsonField(name=field.name, schema=field.schema, reason=reason)
+                        self.io.say(f"  Answer as JSON ('cancel' cancels): {reason}.")
+                        continue
                     self.io.say("  Let's try this question again.")
                     continue
             entry: dict[str, Any] = {"interrupt_id": interrupt.id, "status": "resolved"}
@@ -282,6 +290,7 @@ class _Walker:
         """One line for ``field``, after handling commands typed instead of an answer."""
         while True:
             line = await self.io.ask(prompt)
+            self.reads += 1
             if line is None:
                 raise FormAborted("/quit")
             word = line.strip()

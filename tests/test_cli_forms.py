@@ -7,6 +7,7 @@ without a terminal; tests/test_cli.py drives the real client in a pseudo-termina
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -436,6 +437,31 @@ def test_enter_at_a_required_text_or_list_field_with_a_default_gives_the_default
     assert entries[0]["payload"] == "hi"
     entries, _ = walk([interrupt("q", {"type": "string"})], [""])
     assert entries[0]["payload"] == ""  # no default: a required text may be empty
+
+
+def test_fixed_values_that_do_not_fit_the_schema_are_asked_as_json_not_looped() -> None:
+    """A form of fixed values reads no line: when they fail the whole check, asking the
+    same form again printed the same problems forever (Ctrl-C could not stop it)."""
+
+    class Bounded(ScriptedPrompter):
+        def say(self, text: str = "") -> None:  # the loop reaches no checkpoint: no timeout
+            assert len(self.said) < 200, "the form says the same thing forever"
+            super().say(text)
+
+    fixed = {"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]}
+    for schema, line, entry in [
+        (
+            {**fixed, "minProperties": 2},
+            '{"a": 1, "b": 2}',
+            {"interrupt_id": "q", "status": "resolved", "payload": {"a": 1, "b": 2}},
+        ),
+        ({"const": 1, "type": "string"}, "cancel", {"interrupt_id": "q", "status": "cancelled"}),
+    ]:
+        io = Bounded([line])
+        batch = Batch("batch-1", (interrupt("q", schema),))
+        assert trio.run(partial(ask_batch, io, batch, now=0.0)) == [entry]
+        assert io.output.count("does not fit the schema") == 1
+        assert "Answer as JSON ('cancel' cancels): its fixed values do not fit it." in io.output
 
 
 def test_commands_inside_the_form() -> None:
