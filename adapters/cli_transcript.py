@@ -49,7 +49,8 @@ class Transcript:
                         if call.id not in self._shown:
                             self._shown.add(call.id)
                             args = call.function.arguments
-                            self._note(f"[tool call] {call.function.name} {_cut(args)}")
+                            name = _cut(call.function.name, 100)
+                            self._note(f"[tool call] {name} {_cut(args)}")
             elif isinstance(message, ToolMessage) and message.id not in self._shown:
                 self._shown.add(message.id)
                 content = message.content

@@ -30,7 +30,9 @@ from interlude.adapters.cli import main as cli_main
 from interlude.adapters.cli_console import Console
 from interlude.adapters.cli_script import Script
 from interlude.adapters.cli_session import describe_error
+from interlude.adapters.cli_transcript import Transcript
 from interlude.core.errors import TransportError
+from interlude.core.wire.messages import AssistantMessage, FunctionCall, ToolCall
 
 PY = sys.executable
 TIMEOUT = 20
@@ -672,3 +674,12 @@ def test_a_lone_surrogate_in_a_frame_is_logged_escaped_not_a_failed_run(tmp_path
     ]
     assert "".join(said) == "You said: smile \ud83d"
     assert lines[0]["body"]["messages"][-1]["content"] == "smile \ud83d"
+
+
+def test_a_tool_call_name_cannot_fake_a_line_of_the_transcript() -> None:
+    """Its arguments were flattened to one line, its name was not."""
+    out = io.StringIO()
+    transcript = Transcript(Console(out, io.StringIO()))
+    call = ToolCall(id="c1", function=FunctionCall(name="pay\nagent> all done", arguments="{}"))
+    transcript.update([AssistantMessage(id="a1", tool_calls=(call,))], settled=True)
+    assert out.getvalue() == "[tool call] pay agent> all done {}\n"
