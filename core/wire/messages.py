@@ -1,17 +1,14 @@
 """The messages of an AG-UI 1.0 conversation, one class per role.
 
-Each class names its role in the class attribute ``role`` (an instance field
-on :class:`UnknownMessage`). Field names are the snake_case forms of the
-wire's camelCase keys (the codec renames them). Optional fields default to
-``None``, which means the key was absent; empty strings are kept as they
+Each class names its role in the class attribute ``role``. Field names are
+the snake_case forms of the wire's camelCase keys (the codec renames them).
+Optional fields default to ``None``, which means the key was absent; empty strings are kept as they
 came. JSON-valued fields hold frozen JSON (:mod:`interlude.core.json`), so
 a message can be shared between states without copying.
 
-A message whose role AG-UI 1.0 does not define is kept whole as
-:class:`UnknownMessage`: a ``MESSAGES_SNAPSHOT`` from a newer agent still shows
-it to the application, which can tell it apart. It never goes back to the agent
-(AG-UI 1.0, Processing Model: a consumer removes unrecognised material before
-sending), though :func:`~.codec.encode_message` writes it as it came.
+A message whose role AG-UI 1.0 does not define has no class: the codec drops it
+from the list that held it, with a warning (AG-UI 1.0, Processing Model: inside a
+list, an unrecognisable element is dropped and the list survives).
 """
 
 from __future__ import annotations
