@@ -219,17 +219,22 @@ def _opt_number(key: str) -> _Hook:
     integer (``5.0``) is one; a fraction or a number past the bound is malformed."""
 
     def hook(v: Any, _: Any) -> int | float | None:
+        if v is None or _is_integer(v, -SAFE_INTEGER):
+            return v  # type: ignore[no-any-return]
         t = type(v)
         if t is int or (t is float and v.is_integer()):
-            if -SAFE_INTEGER <= v <= SAFE_INTEGER:
-                return v  # type: ignore[no-any-return]
             raise _Bad(f"expected an integer within 2**53 - 1 of zero, got {_describe(v)}", key)
-        if v is None:
-            return None
         what = "an integer" if t is float else "a number"
         raise _Bad(f"expected {what}, got {_describe(v)}", key)
 
     return hook
+
+
+def _is_integer(v: Any, least: int) -> bool:
+    """Whether ``v`` is an integer, as JSON Schema counts one (``5.0`` is), from ``least``
+    to SAFE_INTEGER: AG-UI 1.0's integers (a timestamp, a token count)."""
+    t = type(v)
+    return (t is int or (t is float and v.is_integer())) and least <= v <= SAFE_INTEGER
 
 
 def _json(key: str) -> _Hook:
@@ -471,11 +476,6 @@ def _walk_role(v: Any, path: _Path, out: _LeftOut) -> None:
         out.append(LeftOut(path, f"value {_short(v, 40)}"))
 
 
-def _is_count(v: Any) -> bool:
-    t = type(v)
-    return (t is int or (t is float and v.is_integer())) and 0 <= v <= SAFE_INTEGER
-
-
 _USAGE_FIELDS = {
     "provider": _STR,
     "model": _STR,
@@ -517,7 +517,7 @@ def _usage(key: str) -> _Hook:
                     continue
                 if what is _STR and type(x) is not str:
                     raise _Bad(f"expected a string, got {_describe(x)}", key, i, name)
-                if what is not _STR and not _is_count(x):
+                if what is not _STR and not _is_integer(x, 0):
                     raise _Bad(
                         f"expected a count (an integer from 0 to 2**53 - 1), got {_describe(x)}",
                         key,
@@ -828,10 +828,9 @@ def _tool_calls(read: Callable[[Any], ToolCall]) -> Callable[[str], _Hook]:
     Model has an unrecognised value in a required position remove what holds it."""
 
     def known(v: Any) -> ToolCall | None:
-        if type(v) is dict and "type" not in v:
-            raise _Bad("missing required field 'type'")
-        kind = _tag(v, "type", "a tool call")
-        return read(v) if kind == "function" else None
+        # The reader refuses what is not an object, or has no type or one not a string.
+        kind = v.get("type") if type(v) is dict else None
+        return None if type(kind) is str and kind != "function" else read(v)
 
     return _known_tuple(known, "tool calls")
 

@@ -2,9 +2,10 @@
 
 Each class names its role in the class attribute ``role``. Field names are
 the snake_case forms of the wire's camelCase keys (the codec renames them).
-Optional fields default to ``None``, which means the key was absent; empty strings are kept as they
-came. JSON-valued fields hold frozen JSON (:mod:`interlude.core.json`), so
-a message can be shared between states without copying.
+Optional fields default to ``None``, which means the key was absent; empty
+strings are kept as they came. JSON-valued fields hold frozen JSON
+(:mod:`interlude.core.json`), so a message can be shared between states
+without copying.
 
 A message whose role AG-UI 1.0 does not define has no class: the codec drops it
 from the list that held it, with a warning (AG-UI 1.0, Processing Model: inside a
