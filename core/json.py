@@ -41,9 +41,21 @@ JSON: TypeAlias = (
 
 
 class FrozenDict(dict[str, "JSON"]):
-    """A read-only JSON object. Reads like a mapping; every mutation raises."""
+    """A read-only JSON object. Reads like a mapping; every mutation raises.
+
+    Built as ``dict`` is (``FrozenDict({"a": [1]})``, ``FrozenDict(a=1)``), it checks
+    and freezes its members as :func:`freeze` does (``NotJSONError``): the list given
+    becomes a tuple, so changing the list later cannot change the object, nor any state
+    it is put in.
+    """
 
     __slots__ = ("_hash",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(self):
+            self._readonly()
+        if args or kwargs:
+            _dict_init(self, freeze(dict(*args, **kwargs)))
 
     def _readonly(self, *_: object, **__: object) -> NoReturn:
         raise TypeError(
@@ -91,11 +103,12 @@ class FrozenDict(dict[str, "JSON"]):
 
     def without(self, key: str) -> FrozenDict:
         """A new object without ``key``; this one is unchanged (one O(width) copy)."""
-        fd = FrozenDict(self)
+        fd = frozen_unchecked(self)
         _dict_del(fd, key)
         return fd
 
 
+_new = dict.__new__
 _dict_init = dict.__init__
 _dict_set = dict.__setitem__
 _dict_del = dict.__delitem__
@@ -104,16 +117,21 @@ _dict_del = dict.__delitem__
 def with_member(obj: FrozenDict, key: str, value: JSON) -> FrozenDict:
     """``obj`` with ``key`` set to ``value``, which is frozen JSON already (unchecked:
     for interlude's own code, such as a patch, whose values were checked on entry)."""
-    fd = FrozenDict(obj)  # a C-level copy: dict's merge, not the blocked __setitem__
+    fd = _new(FrozenDict)
+    _dict_init(fd, obj)  # a C-level copy: dict's merge, not the blocked __setitem__
     _dict_set(fd, key, value)
     return fd
 
 
-def _wrap(d: dict[str, JSON]) -> FrozenDict:
-    """Freeze a dict whose values are frozen already (no checks, no copies below)."""
-    fd = FrozenDict.__new__(FrozenDict)
-    _dict_init(fd, d)
+def frozen_unchecked(members: Mapping[str, JSON]) -> FrozenDict:
+    """A ``FrozenDict`` of ``members``, whose values are frozen JSON already: no checks,
+    no copies below (interlude's own code; the public constructor freezes)."""
+    fd = _new(FrozenDict)
+    _dict_init(fd, members)
     return fd
+
+
+_wrap = frozen_unchecked
 
 
 class NotJSONError(ValueError):

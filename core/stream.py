@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from .errors import article, listed, quote
-from .json import JSON, FrozenDict, as_object
+from .json import JSON, FrozenDict, as_object, frozen_unchecked
 from .patch import PatchError, apply_patch
 from .pmap import PMap
 from .pvec import PVec, Rope
@@ -169,7 +169,7 @@ def _merged(old: FrozenDict | None, new: FrozenDict | None) -> FrozenDict | None
         return old
     if old is None:
         return new
-    return FrozenDict({**old, **new})
+    return frozen_unchecked({**old, **new})
 
 
 def _at(item: OpenText | OpenCall | None, found: int | None) -> int:

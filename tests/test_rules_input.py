@@ -8,6 +8,8 @@ error and leave ``core_state`` exactly as it was.
 from __future__ import annotations
 
 import json
+import math
+import pickle
 import random
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +53,7 @@ from interlude.core.errors import (
     StateLockedError,
     TransportError,
 )
-from interlude.core.json import thaw
+from interlude.core.json import FrozenDict, NotJSONError, thaw
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.pvec import PVec
 from interlude.core.state import Batch
@@ -118,6 +120,41 @@ def test_R_D1_a_state_derived_with_frozendict_set_is_deeply_immutable():
     chat.resume(batch.id, approve(batch))
     driver.run_until_idle()
     assert driver.requests[1].json["state"] == {"cart": ["lamp"]}
+
+
+def test_R_D1_a_state_built_as_a_frozendict_is_deeply_immutable():
+    """R-D1: ``FrozenDict`` is exported for applications to build objects with; built
+    like a ``dict``, it freezes what it is given, so ``set_state(FrozenDict(cart=cart))``
+    stores a copy of ``cart``: changing the list afterwards changes neither the state
+    nor what resume sends. Before, the constructor kept the list itself, and freeze()
+    trusts a FrozenDict as frozen."""
+    driver, chat, batch = paused_chat()
+    cart = ["lamp"]
+    options = {"gift": False}
+    chat.set_state(FrozenDict({"cart": cart}, options=options))
+    cart.append("sofa")
+    options["gift"] = True
+    assert thaw(chat.state) == {"cart": ["lamp"], "options": {"gift": False}}
+    assert isinstance(chat.state["cart"], tuple)
+    assert isinstance(chat.state["options"], FrozenDict)
+    chat.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert driver.requests[1].json["state"] == {"cart": ["lamp"], "options": {"gift": False}}
+
+
+def test_R_D1_a_frozendict_refuses_what_is_not_json_where_it_is_built():
+    """R-D1, R-B2: a NaN (or any value with no JSON form) is refused by the
+    ``FrozenDict`` constructor, as by ``freeze``, rather than accepted by set_state()
+    and failing the next send. A built FrozenDict cannot be re-initialised either."""
+    for members in ({"total": math.nan}, {"tags": {1, 2}}, {"deep": [math.inf]}, {1: "a"}):
+        with pytest.raises(NotJSONError):
+            FrozenDict(members)
+    assert FrozenDict() == {} and FrozenDict(a=1) == {"a": 1}
+    made = FrozenDict(a=1)
+    with pytest.raises(TypeError, match="read-only"):
+        made.__init__({"b": 2})  # type: ignore[misc]
+    assert made == {"a": 1}
+    assert pickle.loads(pickle.dumps(made)) == made
 
 
 # -- R-D2 -------------------------------------------------------------------------------

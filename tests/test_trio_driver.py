@@ -41,7 +41,7 @@ from interlude.adapters.httpx import HttpxTransport
 from interlude.adapters.resource import Resource
 from interlude.adapters.trio import AsyncResource, ToolSignal, TrioDriver
 from interlude.core.errors import BatchExpiredError, ObserverError, TransportError
-from interlude.core.json import MAX_INT_DIGITS, FrozenDict, freeze
+from interlude.core.json import MAX_INT_DIGITS, freeze, frozen_unchecked
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.wire.codec import decode_run_input
 from interlude.core.wire.messages import UserMessage
@@ -489,7 +489,7 @@ def test_a_non_retryable_transport_error_surfaces_in_error() -> None:
 
 def test_a_split_emoji_goes_back_whole_and_an_unwritable_request_fails_the_run() -> None:
     """Half a UTF-16 pair per delta is sent back as its escape; a value with no JSON
-    text (an oversized integer in a hand-built FrozenDict) fails the run, and the driver
+    text (an oversized integer that got past the checks) fails the run, and the driver
     lives."""
 
     def split(req: Request) -> list[Any]:
@@ -518,7 +518,7 @@ def test_a_split_emoji_goes_back_whole_and_an_unwritable_request_fails_the_run()
                 await chat.wait_idle()
                 assert transport.bodies[1]["messages"][1]["content"] == "smile \U0001f600"
                 assert chat.error is None
-                chat.set_state(FrozenDict(n=10**MAX_INT_DIGITS))  # built by hand: unchecked
+                chat.set_state(frozen_unchecked({"n": 10**MAX_INT_DIGITS}))  # past the checks
                 chat.send("once more")
                 await chat.wait_idle()
                 error = chat.error

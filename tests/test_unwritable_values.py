@@ -29,7 +29,7 @@ from interlude.adapters.fake import (
 from interlude.adapters.fake.script import Request
 from interlude.core import inputs as i
 from interlude.core.errors import InvalidResumeError, ProtocolError, TransportError, UsageError
-from interlude.core.json import MAX_INT_DIGITS, FrozenDict, NotJSONError, freeze
+from interlude.core.json import MAX_INT_DIGITS, FrozenDict, NotJSONError, freeze, frozen_unchecked
 from interlude.core.wire import (
     InterruptOutcome,
     RunFinished,
@@ -148,13 +148,13 @@ def test_an_emoji_split_across_two_deltas_is_sent_back_whole() -> None:
 
 
 def test_a_request_with_no_json_text_fails_the_run_without_crashing_the_driver() -> None:
-    """A FrozenDict is taken as frozen, unchecked: one built by hand can hold what freeze()
-    would refuse. The send reports it; nothing is sent or lost."""
+    """A value that got past the checks (built with the internal ``frozen_unchecked``) can
+    hold what freeze() would refuse. The send reports it; nothing is sent or lost."""
     driver = FakeDriver(ScriptedAgent(finish))
     chat = driver.chat()
     chat.send("Load")
     driver.run_until_idle()
-    chat.set_state(FrozenDict(n=HUGE))
+    chat.set_state(frozen_unchecked({"n": HUGE}))
     chat.send("Next")
     driver.run_until_idle()  # must not raise
     error = chat.error
@@ -197,12 +197,13 @@ def test_a_typed_event_is_checked_and_frozen_as_a_frame_is() -> None:
     driver.step()
     run = chat.core_state.run
     assert run is not None and run.attempt is not None
-    chat.apply(i.EventReceived(run.attempt.id, StateSnapshot(snapshot=FrozenDict(n=HUGE))))
+    unwritable = StateSnapshot(snapshot=frozen_unchecked({"n": HUGE}))
+    chat.apply(i.EventReceived(run.attempt.id, unwritable))
     assert isinstance(chat.error, ProtocolError) and "has no wire form" in str(chat.error)
     assert not chat.is_loading and [m.content for m in chat.messages] == ["Go"]
 
 
 def test_encode_request_names_the_problem() -> None:
-    inp = RunAgentInput(thread_id="t", run_id="r", state=FrozenDict(n=HUGE))
+    inp = RunAgentInput(thread_id="t", run_id="r", state=frozen_unchecked({"n": HUGE}))
     with pytest.raises(WireError, match="the request cannot be written as JSON"):
         encode_request(inp)

@@ -29,7 +29,7 @@ from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..errors import article, listed
-from ..json import JSON, FrozenDict, json_default
+from ..json import JSON, FrozenDict, frozen_unchecked, json_default
 from ..pmap import PMap
 from ..pvec import PVec
 from ..rfc3339 import parse_rfc3339
@@ -150,10 +150,13 @@ def wire_key(name: str) -> str:
 # container, and no call for a scalar.
 
 _dict_set = dict.__setitem__
+_dict_init = dict.__init__
+_new = dict.__new__
 
 
 def _freeze_obj(v: dict[str, Any]) -> FrozenDict:
-    fd = FrozenDict(v)
+    fd = _new(FrozenDict)  # not FrozenDict(v), which would check and freeze it again
+    _dict_init(fd, v)
     for k, x in v.items():
         t = type(x)
         if t is dict:
@@ -525,7 +528,7 @@ def _usage(key: str) -> _Hook:
                         name,
                     )
                 entry[name] = x
-            out.append(FrozenDict(entry))
+            out.append(frozen_unchecked(entry))
         return tuple(out)
 
     return hook
