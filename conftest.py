@@ -23,13 +23,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture
 def pmaps_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes of the PMaps built from a mapping while the test runs, in order."""
+    """The sizes of the PMaps built from members while the test runs, in order."""
     built: list[int] = []
-    from_mapping = PMap.from_mapping.__func__  # type: ignore[attr-defined]
+    from_items = PMap.from_frozen_items.__func__  # type: ignore[attr-defined]
 
-    def counted(cls: type[PMap], members: Any) -> PMap:
-        built.append(len(members))
-        return from_mapping(cls, members)  # type: ignore[no-any-return]
+    def counted(cls: type[PMap], items: Any) -> PMap:
+        items = list(items)
+        built.append(len(items))
+        return from_items(cls, items)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(PMap, "from_mapping", classmethod(counted))
+    monkeypatch.setattr(PMap, "from_frozen_items", classmethod(counted))
     return built

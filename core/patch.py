@@ -205,7 +205,7 @@ def _shared(obj: Any, keep: object = None) -> FrozenDict | PMap:
     """``obj``, an object about to change, as a ``PMap`` if it is wide (SHARE_MEMBERS_FROM)
     and not ``keep``."""
     if type(obj) is FrozenDict and len(obj) >= SHARE_MEMBERS_FROM and obj is not keep:
-        return PMap.from_mapping(obj)
+        return PMap.from_frozen_items(obj.items())
     if type(obj) is FrozenDict or type(obj) is PMap:
         return obj
     return FrozenDict(obj)  # a plain dict (readable, not frozen JSON): copied once

@@ -78,11 +78,17 @@ class PMap(Mapping[str, Any]):
 
     @classmethod
     def from_mapping(cls, members: Mapping[str, Any]) -> PMap:
-        """A map of ``members`` (frozen JSON values), in their order; O(n)."""
-        return cls.from_items(members.items())
+        """A map of ``members``, in their order; O(n). They are checked and frozen as
+        ``freeze`` does (``NotJSONError``), so a list given is copied: changing it later
+        changes nothing built from the map."""
+        from .json import freeze  # json imports this module
+
+        return cls.from_frozen_items(freeze(dict(members.items())).items())
 
     @classmethod
-    def from_items(cls, items: Iterable[tuple[str, Any]]) -> PMap:
+    def from_frozen_items(cls, items: Iterable[tuple[str, Any]]) -> PMap:
+        """A map of ``items`` whose values are frozen already, a repeated key keeping its
+        first place and its last value (unchecked: interlude's own code)."""
         root = _Node()
         keys: list[str] = []
         for key, value in items:

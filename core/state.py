@@ -203,7 +203,7 @@ class IdHints:
         return f"IdHints({len(self._at)} ids, {len(self._calls)} calls)"
 
 
-_NO_OWNERS = PMap.from_mapping({})
+_NO_OWNERS = PMap.from_frozen_items(())
 
 
 @attrs.frozen(slots=False)

@@ -991,7 +991,7 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     present = {m.id for m in merged}
     opened = [*s.owners.items()]
     opened += ((m.id, getattr(m, "subagent_run_id", None)) for m in s.messages[s.fresh :])
-    owners = PMap.from_items((k, v) for k, v in opened if k in present)
+    owners = PMap.from_frozen_items((k, v) for k, v in opened if k in present)
     out = evolve(
         s,
         messages=messages,

@@ -49,7 +49,7 @@ def test_pmap_matches_a_dict_and_keeps_every_version(start: int, steps: list[Any
 
 
 def test_it_reads_like_a_frozen_dict() -> None:
-    m = PMap.from_items([("a", 1), ("b", (2, 3)), ("a", 4)])  # a repeated key: dict rules
+    m = PMap.from_frozen_items([("a", 1), ("b", (2, 3)), ("a", 4)])  # a repeated key: dict rules
     assert list(m.items()) == [("a", 4), ("b", (2, 3))]
     assert m["a"] == 4 and m.get("zz") is None and "zz" not in m and 5 not in m
     with pytest.raises(KeyError):
@@ -140,3 +140,18 @@ def test_R_D1_a_wide_state_derived_with_set_is_deeply_immutable() -> None:
     assert chat.state["cart"] == ("lamp",)
     with pytest.raises(ValueError, match="no JSON form"):
         chat.state.set("total", float("nan"))
+
+
+def test_R_D1_a_pmap_built_from_a_mapping_is_deeply_immutable() -> None:
+    """R-D1: ``PMap.from_mapping`` freezes what it is given, as ``freeze`` does, and
+    ``freeze`` (so ``set_state``) takes a PMap as frozen: a list given and changed
+    afterwards changes neither the map nor a state built from it; a value with no JSON
+    form is refused where the map is built."""
+    cart = ["lamp"]
+    m = PMap.from_mapping({"cart": cart, "options": {"gift": False}})
+    cart.append("sofa")
+    assert m["cart"] == ("lamp",) and type(m["cart"]) is tuple
+    assert type(m["options"]) is FrozenDict and freeze(m) is m
+    with pytest.raises(ValueError, match="no JSON form"):
+        PMap.from_mapping({"total": float("nan")})
+    assert pickle.loads(pickle.dumps(m)) == m
