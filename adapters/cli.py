@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="'NAME: VALUE'",
-        help="an HTTP header for every request (repeatable)",
+        help="an HTTP header for every request (repeatable; a later one of the same name "
+        "replaces an earlier)",
     )
     chat.add_argument("--thread", metavar="ID", help="the thread id to start with")
     chat.add_argument(
@@ -157,7 +158,10 @@ def _config(top: argparse.ArgumentParser, args: argparse.Namespace) -> ChatConfi
         if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
             # Not quoted: a header given wrongly may still hold a credential.
             parser.error(f"--header number {n} is not written as 'Name: value'")
-        headers[name.strip()] = value.strip()
+        name = name.strip()
+        for given in [k for k in headers if k.lower() == name.lower()]:
+            del headers[given]  # a later --header replaces an earlier one of the same name
+        headers[name] = value.strip()
     try:
         checked_headers(headers)
         if args.url is not None:

@@ -472,6 +472,7 @@ def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
             f"{{'Authorization': 'Bearer ...'}}; not a {type(headers).__name__}"
         )
     # Neither a value nor a whole bad name is quoted: a credential may be either.
+    seen: set[str] = set()
     for name, value in (headers or {}).items():
         if not isinstance(name, str) or not _TOKEN.fullmatch(name):
             valid = _TOKEN.match(name) if isinstance(name, str) else None
@@ -491,4 +492,12 @@ def checked_headers(headers: Mapping[str, str] | None) -> httpx.Headers:
                 f"the value of header {name!r} must be ASCII text on one line; it holds "
                 f"{what} (encode other text, for example as RFC 8187 or base64)"
             )
+        if name.lower() in seen:
+            # HTTP names are case-insensitive: both would be sent, and which one counts
+            # (a credential, say) would be up to the server.
+            raise UsageError(
+                f"header {name!r} is given twice, in different cases (HTTP header names "
+                f"are case-insensitive): keep one"
+            )
+        seen.add(name.lower())
     return httpx.Headers(headers)

@@ -622,6 +622,24 @@ def test_headers_and_thread_id_reach_the_endpoint() -> None:
     assert request.body["threadId"] == "thread-cli"
 
 
+def test_a_later_header_of_the_same_name_replaces_an_earlier_one_whatever_its_case() -> None:
+    """HTTP header names are case-insensitive: ``--header 'authorization: old'
+    --header 'Authorization: new'`` sends one Authorization, the later, where both went
+    out before and the server chose which credential counted."""
+    from interlude.adapters import cli
+
+    parser = cli.build_parser()
+    argv = ["chat", "--header", "authorization: Bearer old", "--header", "X-Trace: 1"]
+    args = parser.parse_args([*argv, "--header", "Authorization: Bearer new"])
+    config = cli._config(parser, args)
+    assert dict(config.headers) == {"X-Trace": "1", "Authorization": "Bearer new"}
+    agent = ReferenceAgent()
+    code, _, _ = chat_in_process(agent, "hello\n", headers=config.headers)
+    assert code == 0
+    (request,) = agent.requests
+    assert request.headers["authorization"] == "Bearer new"
+
+
 def test_a_credential_the_endpoint_echoes_in_an_error_is_not_shown() -> None:
     """docs/reference.md: the CLI's errors never show a header's value. An endpoint
     that echoes the request in its 401 body must not put the token on the screen."""

@@ -303,6 +303,8 @@ def test_a_url_that_is_not_an_endpoint_is_refused_at_construction(url: Any, says
         ({"Bad Name": "v"}, "must be an HTTP token (letters, digits, -): the one beginning 'Bad'"),
         ({"X": 5}, "holds a value of type int"),
         ([("X", "v")], "headers takes a mapping of names to values"),
+        # Both would be sent; which credential counts would be the server's choice.
+        ({"Authorization": "a", "authorization": "b"}, "header 'authorization' is given twice"),
     ],
 )
 def test_a_header_http_cannot_carry_is_refused_at_construction(
