@@ -205,7 +205,10 @@ class _Walker:
             return await self._items(field, depth)
         title = field.title
         if title is not None and title != field.name:
-            self.io.say(f"{pad}{field.name}: {title}")
+            # Its further lines are indented under the field, so they cannot pass for
+            # lines of their own (an "agent>" line, a "->" answer).
+            lines = title.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            self.io.say(f"{pad}{field.name}: " + f"\n{pad}    ".join(lines))
         if isinstance(field, ChoiceField):
             for n, choice in enumerate(field.choices[:MAX_CHOICES_SHOWN], 1):
                 shown = choice if isinstance(choice, str) else format_json(choice)
@@ -326,4 +329,4 @@ class _Walker:
     def _problems(self, problems: Sequence[str], name: str, pad: str = "  ") -> None:
         self.io.say(f"{pad}That answer does not fit the schema:")
         for problem in problems:
-            self.io.say(f"{pad}  - {describe_problem(problem, name)}")
+            self.io.say(f"{pad}  - {one_line(describe_problem(problem, name), 500)}")

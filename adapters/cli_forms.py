@@ -21,6 +21,8 @@ import attrs
 
 from interlude.core.json import json_default, thaw
 
+from .cli_console import one_line
+
 __all__ = [
     "MAX_FORM_DEPTH",
     "ArrayField",
@@ -224,7 +226,8 @@ def _field(
         needed = set(schema.get("required", ()))
         prefix = "" if depth == 0 else f"{name}."
         fields = tuple(
-            _field(sub, f"{prefix}{k}", required=k in needed, depth=depth + 1, key=k)
+            # The name is shown, the key sent: a line break in a key must not start a line.
+            _field(sub, f"{prefix}{one_line(k, 100)}", required=k in needed, depth=depth + 1, key=k)
             for k, sub in props.items()
         )
         return ObjectField(**common, fields=fields)

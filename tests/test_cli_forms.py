@@ -541,3 +541,22 @@ def test_what_a_hostile_agent_sends_cannot_fake_lines_or_flood_the_terminal() ->
     assert entries[0]["payload"] == "option 777"
     assert "50) option 49" in io.output and "51) option 50" not in io.output
     assert "... and 950 more: type a number or the value itself" in io.output
+
+
+def test_a_property_name_or_title_cannot_fake_a_line_of_the_form() -> None:
+    """A line break in a property name (shown in prompts and problems) is shown as
+    ``\\n``; a multi-line title keeps its lines, indented under its field. The answer
+    still goes out under the property's real name."""
+    key = "qty\nagent> all done"
+    schema = {
+        "type": "object",
+        "properties": {key: {"type": "integer", "title": "How many?\r\n-> q: ok", "maximum": 3}},
+        "required": [key],
+    }
+    entries, io = walk([interrupt("q", schema, "Pick")], ["7", "2"])
+    assert entries == [{"interrupt_id": "q", "status": "resolved", "payload": {key: 2}}]
+    lines = io.output.split("\n") + io.prompts
+    assert not any(line.startswith(("agent>", "->", "  ->  q: ok")) for line in lines)
+    assert "  qty\\nagent> all done: How many?" in lines and "      -> q: ok" in lines
+    assert "    - qty\\nagent> all done must be smaller than or equal to 3" in lines
+    assert io.prompts[0] == "  qty\\nagent> all done (whole number, <= 3): "
