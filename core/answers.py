@@ -32,7 +32,13 @@ from .schema_code import Run, Unchecked, generate, load
 from .schema_formats import format_checkers
 from .schema_json import NotUsable, copy_json
 from .schema_limits import SchemaLimits, SchemaRejectedError
-from .schema_vetting import SOURCE_CHARS_PER_VALUE, draft_of, expanded_values, vet_schema
+from .schema_vetting import (
+    SOURCE_CHARS_PER_VALUE,
+    draft_of,
+    expanded_values,
+    vet_numbers,
+    vet_schema,
+)
 
 __all__ = [
     "AnswerCheck",
@@ -128,6 +134,7 @@ def compile_answer_schema(
         if isinstance(root.get(key), str):
             del root[key]
     refs = vet_schema(tree, limits)
+    vet_numbers(tree, refs, draft)
     expanded = expanded_values(tree, refs)
     if expanded > limits.max_expanded_values:
         raise SchemaRejectedError(

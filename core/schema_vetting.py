@@ -8,6 +8,7 @@ hostile schema is refused before it costs anything.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -22,7 +23,14 @@ from .regex_bounds import vet_regex
 from .schema_json import Tree
 from .schema_limits import SchemaLimits, SchemaRejectedError
 
-__all__ = ["SOURCE_CHARS_PER_VALUE", "draft_of", "expanded_values", "vet_schema", "words"]
+__all__ = [
+    "SOURCE_CHARS_PER_VALUE",
+    "draft_of",
+    "expanded_values",
+    "vet_numbers",
+    "vet_schema",
+    "words",
+]
 
 
 # --- vetting the schema ------------------------------------------------------------------------
@@ -104,6 +112,56 @@ def vet_schema(tree: Tree, limits: SchemaLimits) -> dict[str, int]:
     return refs
 
 
+def words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Where fastjsonschema reads subschemas: one, a list of them, or a map of names to them.
+_ONE_SCHEMA: Final = words(
+    "additionalItems additionalProperties contains else if items not propertyNames then"
+)
+_SCHEMA_LIST: Final = words("allOf anyOf items oneOf")
+_SCHEMA_MAP: Final = words("$defs definitions dependencies patternProperties properties")
+# fastjsonschema reads a bool here as 0 or 1 (multipleOf false divides by zero when checking).
+_NUMBERS: Final = words(
+    "maxItems maxLength maxProperties maximum minItems minLength minProperties minimum "
+    "multipleOf exclusiveMaximum exclusiveMinimum"
+)
+
+
+def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
+    """Refuse a boolean where a schema takes a number, walking only schema positions
+    (and ``$ref`` targets), so a property named ``minimum`` may still be ``true``."""
+    index_of = {id(obj): i for i, obj in enumerate(tree.objs)}
+    todo = [0, *(i for i in refs.values() if i >= 0)]
+    seen: set[int] = set()
+    while todo:
+        i = todo.pop()
+        obj = tree.objs[i]
+        if i in seen or not isinstance(obj, dict):
+            continue
+        seen.add(i)
+        for key in _NUMBERS.intersection(obj):
+            exclusive = key.startswith("exclusive")  # draft-04's are booleans
+            if type(obj[key]) is not bool or (exclusive and draft == "draft-04"):
+                continue
+            where, value = tree.pointer(i) or "/", json.dumps(obj[key])
+            if exclusive:
+                raise SchemaRejectedError(
+                    f"{key} at {where} is {value}, draft-04's form; {draft} takes the "
+                    "bound itself, a number (or give $schema draft-04)"
+                )
+            raise SchemaRejectedError(f"{key} at {where} is {value}, not a number")
+        children: list[object] = [obj.get(k) for k in _ONE_SCHEMA.intersection(obj)]
+        for key in _SCHEMA_LIST.intersection(obj):
+            if isinstance(obj[key], list):
+                children += obj[key]
+        for key in _SCHEMA_MAP.intersection(obj):
+            if isinstance(obj[key], dict):
+                children += obj[key].values()
+        todo += (index_of[id(c)] for c in children if isinstance(c, dict))
+
+
 def _resolve_ref(root: dict[str, Any], ref: object, where: str) -> object:
     """The target of a local ``$ref``, found the way fastjsonschema finds it."""
     if not isinstance(ref, str):
@@ -129,10 +187,6 @@ def _resolve_ref(root: dict[str, Any], ref: object, where: str) -> object:
         except (LookupError, ValueError):
             raise SchemaRejectedError(f"the $ref {ref!r} at {where} leads nowhere") from None
     return node
-
-
-def words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
 
 
 # Keywords fastjsonschema turns into checks, and how many; each repeats the subschema.

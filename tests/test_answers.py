@@ -216,6 +216,38 @@ def test_rb3_malformed_schemas_are_rejected_not_crashes() -> None:
             compile_answer_schema(schema)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"multipleOf": False},  # was a ZeroDivisionError on every numeric answer
+        {"minLength": True},  # was read as 1: "longer than or equal to True characters"
+        {"properties": {"n": {"maximum": False}}},
+        {"items": [{"minItems": True}]},
+        {"$defs": {"n": {"minimum": True}}, "$ref": "#/$defs/n"},
+        {"enum": [{"multipleOf": False}], "$ref": "#/enum/0"},  # a $ref makes it a schema
+        {"minimum": 0, "exclusiveMinimum": True},  # draft-04's boolean form, read as 1
+    ],
+)
+def test_rb3_a_boolean_where_a_number_belongs_is_a_rejected_schema(schema: Any) -> None:
+    """A malformed schema is refused when compiled, not reported on every answer."""
+    with pytest.raises(SchemaRejectedError, match=r"not a number|draft-04"):
+        compile_answer_schema(schema)
+
+
+def test_rb3_booleans_that_are_schemas_or_data_are_not_numbers() -> None:
+    # boolean subschemas of properties named like keywords, and booleans in data
+    schema = {
+        "properties": {"minimum": True, "maxLength": False},
+        "default": {"minLength": True},
+        "const": {"multipleOf": False},
+    }
+    assert compile_answer_schema(schema).check({"multipleOf": False}).ok
+    assert not compile_answer_schema(schema).check({"maxLength": 1}).ok
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 0}
+    checker = compile_answer_schema({**draft4, "exclusiveMinimum": True})
+    assert [checker.check(0).ok, checker.check(1).ok] == [False, True]
+
+
 def test_rb3_check_answer_convenience() -> None:
     assert check_answer(APPROVAL, {"approved": True}).ok
     assert not check_answer(APPROVAL, {}).ok
