@@ -50,7 +50,9 @@ def check_entries(
                 ResumeProblem(f"entry {pos} is {a_type(raw)}, not a mapping", entry=pos)
             )
             continue
-        iid = fields.get("interrupt_id", fields.get("interruptId"))
+        given = fields.get("interrupt_id", fields.get("interruptId"))
+        # A StrEnum as its text, as freeze() and the request read it.
+        iid = str.__str__(given) if isinstance(given, str) else given
         # Placed at the interrupt the entry answers, when it names one of this batch.
         at = iid if type(iid) is str and iid in known else None
         unknown = sorted((k for k in fields if k not in _KEYS), key=repr)  # keys of any type
@@ -64,8 +66,8 @@ def check_entries(
                     pos,
                 )
             )
-        other = fields.get("interruptId", iid)
-        if "interrupt_id" in fields and other is not iid and other != iid:  # NaN is not NaN
+        other = fields.get("interruptId", given)
+        if "interrupt_id" in fields and other is not given and other != given:  # NaN is not NaN
             problems.append(
                 ResumeProblem(
                     f"entry {pos} gives interrupt_id {quote(iid)} and interruptId "

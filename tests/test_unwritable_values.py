@@ -84,6 +84,21 @@ def test_an_enum_payload_is_sent_as_its_value() -> None:
     ]
 
 
+@pytest.mark.parametrize("qid", [Choice.APPROVE, Colour.RED])
+def test_an_enum_interrupt_id_is_held_as_its_text(qid: str) -> None:
+    """R-B1, R-B4: the claim holds the id's text, as the request carries it, and a
+    problem with the entry is placed at its interrupt and named by that text."""
+    driver, chat, batch = paused_chat(ask(str.__str__(qid)))
+    with pytest.raises(InvalidResumeError) as info:
+        chat.resume(batch.id, [{"interrupt_id": qid, "status": "later"}])
+    assert info.value.for_interrupt(qid) and "Choice" not in str(info.value)
+    chat.resume(batch.id, [{"interrupt_id": qid, "status": "resolved"}])
+    claim = chat.core_state.claim
+    assert claim is not None and [type(e.interrupt_id) for e in claim.entries] == [str]
+    driver.run_until_idle()
+    assert driver.requests[-1].resume == [{"interruptId": qid, "status": "resolved"}]
+
+
 def finish(req: Request) -> Any:
     return reply(started(req), finished(req))
 
