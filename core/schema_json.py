@@ -15,6 +15,8 @@ from typing import Any
 
 import attrs
 
+from .pvec import PVec
+
 __all__ = ["NotUsable", "Tree", "copy_json"]
 
 
@@ -89,7 +91,7 @@ def copy_json(
             out = float(src)
             if not math.isfinite(out):
                 raise NotUsable(tree.pointer(parent, slot), f"holds {out!r}, which is not JSON")
-        elif isinstance(src, Mapping | list | tuple):
+        elif isinstance(src, Mapping | list | tuple | PVec):  # PVec: frozen JSON's long arrays
             if depth >= max_depth:
                 raise NotUsable(
                     tree.pointer(parent, slot), f"is nested deeper than {max_depth} levels"

@@ -28,6 +28,7 @@ from interlude.core.answers import (
     compile_answer_schema,
 )
 from interlude.core.json import FrozenDict, freeze
+from interlude.core.patch import apply_patch
 
 APPROVAL = {
     "type": "object",
@@ -150,6 +151,28 @@ def test_rb3_accepts_frozen_schemas_and_answers() -> None:
     assert not validator.check(freeze({"approved": 1})).ok
     array = compile_answer_schema({"type": "array", "items": {"type": "integer"}})
     assert array.check((1, 2, 3)).ok
+
+
+def test_rb3_accepts_values_from_state_that_a_json_patch_made_persistent() -> None:
+    """Frozen JSON includes the PVec and PMap a patch leaves (long arrays, wide objects)."""
+    doc = freeze({"ids": list(range(100)), "wide": {f"k{n}": n for n in range(1100)}})
+    state = apply_patch(
+        doc,
+        freeze(
+            [{"op": "add", "path": "/ids/-", "value": 100}, {"op": "remove", "path": "/wide/k0"}]
+        ),
+    )
+    answer = {"ids": state["ids"], "wide": state["wide"]}  # type: ignore[index]
+    assert [type(v).__name__ for v in answer.values()] == ["PVec", "PMap"]
+    schema = {
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "integer"}, "maxItems": 101},
+            "wide": {"type": "object", "minProperties": 1099},
+        }
+    }
+    assert compile_answer_schema(schema).check(answer).ok
+    assert compile_answer_schema({"properties": {"ids": {"maxItems": 2}}}).check(answer).problems
+    assert compile_answer_schema(freeze({"enum": [state["ids"]]})).check(list(range(101))).ok  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
