@@ -80,7 +80,7 @@ def copy_json(
         if src is None or type(src) is bool:
             out = src
         elif isinstance(src, str):
-            out = str(src)
+            out = str.__str__(src)  # a (str, Enum)'s value, as freeze() and resume() read it
             chars += len(out)
             weight += len(out) // 64
         elif isinstance(src, int):
@@ -105,10 +105,10 @@ def copy_json(
                 for key in src:
                     if not isinstance(key, str):
                         raise NotUsable(tree.pointer(parent, slot), "has a non-string key")
-                out = {str(key): None for key in src}
+                out = {str.__str__(key): None for key in src}
                 chars += sum(map(len, out))
                 tree.own.append(1 + sum(1 + len(key) // 64 for key in out))
-                stack.extend((v, out, str(k), index, depth + 1) for k, v in src.items())
+                stack.extend((v, out, str.__str__(k), index, depth + 1) for k, v in src.items())
             else:
                 out = [None] * len(src)
                 tree.own.append(1)

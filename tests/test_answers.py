@@ -7,6 +7,7 @@ defaults into the answer, and is bounded in size, depth and time.
 from __future__ import annotations
 
 import copy
+import enum
 import json
 import os
 import subprocess
@@ -173,6 +174,19 @@ def test_rb3_accepts_values_from_state_that_a_json_patch_made_persistent() -> No
     assert compile_answer_schema(schema).check(answer).ok
     assert compile_answer_schema({"properties": {"ids": {"maxItems": 2}}}).check(answer).problems
     assert compile_answer_schema(freeze({"enum": [state["ids"]]})).check(list(range(101))).ok  # type: ignore[index]
+
+
+class Choice(str, enum.Enum):  # noqa: UP042 - the mixin apps still use; str() is "Choice.YES"
+    YES = "yes"
+
+
+def test_rb3_an_enum_in_the_answer_is_checked_as_the_text_resume_sends() -> None:
+    """resume() sends a (str, Enum) member as its value (R-B1); the check reads the same."""
+    checker = compile_answer_schema(
+        {"properties": {"yes": {"enum": ["yes"]}}, "additionalProperties": False}
+    )
+    assert checker.check({Choice.YES: Choice.YES}) == AnswerCheck(ok=True)
+    assert compile_answer_schema({"const": Choice.YES}).check("yes").ok
 
 
 @pytest.mark.parametrize(
