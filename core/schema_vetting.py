@@ -171,6 +171,11 @@ def _resolve_ref(root: dict[str, Any], ref: object, where: str) -> object:
             f"the $ref {ref!r} at {where} points outside the schema; only '#...' refs are "
             "followed and nothing is fetched"
         )
+    if any(ch in ref for ch in "\t\n\r"):  # urlsplit drops them: '#/a<LF>b' means '#/ab'
+        raise SchemaRejectedError(
+            f"the $ref {ref!r} at {where} holds a tab or line break, which URI parsing "
+            "drops; percent-encode it (%09, %0A, %0D)"
+        )
     fragment = ref[1:].lstrip("/")
     if ref[1:] and not ref[1:].startswith("/"):
         raise SchemaRejectedError(f"the $ref {ref!r} at {where} is not a JSON Pointer")

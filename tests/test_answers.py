@@ -546,6 +546,17 @@ def test_rb3_local_refs_work() -> None:
         compile_answer_schema({"$ref": "#/definitions/missing"})
 
 
+@pytest.mark.parametrize("raw", ["\n", "\t", "\r"])
+def test_rb3_a_ref_is_never_read_as_naming_another_subschema(raw: str) -> None:
+    """URI parsing drops a raw tab or line break, so '#/$defs/a<LF>b' would check the
+    answer against '#/$defs/ab'; it is refused, and its %-escaped form works."""
+    defs = {f"a{raw}b": {"type": "string"}, "ab": {"type": "integer"}}
+    with pytest.raises(SchemaRejectedError, match="percent-encode"):
+        compile_answer_schema({"$defs": defs, "$ref": f"#/$defs/a{raw}b"})
+    escaped = compile_answer_schema({"$defs": defs, "$ref": f"#/$defs/a%{ord(raw):02X}b"})
+    assert escaped.check("x").ok and not escaped.check(1).ok
+
+
 # --- 3. the answer is not modified -------------------------------------------------------------
 
 
