@@ -36,6 +36,7 @@ from .schema_vetting import (
     SOURCE_CHARS_PER_VALUE,
     draft_of,
     expanded_values,
+    vet_keywords,
     vet_numbers,
     vet_schema,
 )
@@ -135,6 +136,7 @@ def compile_answer_schema(
             del root[key]
     refs = vet_schema(tree, limits)
     vet_numbers(tree, refs, draft)
+    vet_keywords(tree, refs, draft)
     expanded = expanded_values(tree, refs)
     if expanded > limits.max_expanded_values:
         raise SchemaRejectedError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -27,6 +27,7 @@ __all__ = [
     "SOURCE_CHARS_PER_VALUE",
     "draft_of",
     "expanded_values",
+    "vet_keywords",
     "vet_numbers",
     "vet_schema",
     "words",
@@ -129,9 +130,10 @@ _NUMBERS: Final = words(
 )
 
 
-def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
-    """Refuse a boolean where a schema takes a number, walking only schema positions
-    (and ``$ref`` targets), so a property named ``minimum`` may still be ``true``."""
+def _schema_objects(tree: Tree, refs: Mapping[str, int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each object in a schema position (the root, subschemas, ``$ref`` targets), once,
+    with its index: not the values a keyword holds, so a property named ``minimum`` is
+    not taken for the keyword."""
     index_of = {id(obj): i for i, obj in enumerate(tree.objs)}
     todo = [0, *(i for i in refs.values() if i >= 0)]
     seen: set[int] = set()
@@ -141,6 +143,20 @@ def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
         if i in seen or not isinstance(obj, dict):
             continue
         seen.add(i)
+        yield i, obj
+        children: list[object] = [obj.get(k) for k in _ONE_SCHEMA.intersection(obj)]
+        for key in _SCHEMA_LIST.intersection(obj):
+            if isinstance(obj[key], list):
+                children += obj[key]
+        for key in _SCHEMA_MAP.intersection(obj):
+            if isinstance(obj[key], dict):
+                children += obj[key].values()
+        todo += (index_of[id(c)] for c in children if isinstance(c, dict))
+
+
+def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
+    """Refuse a boolean where a schema takes a number."""
+    for i, obj in _schema_objects(tree, refs):
         for key in _NUMBERS.intersection(obj):
             exclusive = key.startswith("exclusive")  # draft-04's are booleans
             if type(obj[key]) is not bool or (exclusive and draft == "draft-04"):
@@ -152,14 +168,49 @@ def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
                     "bound itself, a number (or give $schema draft-04)"
                 )
             raise SchemaRejectedError(f"{key} at {where} is {value}, not a number")
-        children: list[object] = [obj.get(k) for k in _ONE_SCHEMA.intersection(obj)]
-        for key in _SCHEMA_LIST.intersection(obj):
-            if isinstance(obj[key], list):
-                children += obj[key]
-        for key in _SCHEMA_MAP.intersection(obj):
-            if isinstance(obj[key], dict):
-                children += obj[key].values()
-        todo += (index_of[id(c)] for c in children if isinstance(c, dict))
+
+
+# fastjsonschema reads draft 2019-09 with draft-07's keywords: these 2019-09 assertions
+# would be skipped, and a wrong answer pass as right.
+_SKIPPED_2019: Final = words(
+    "dependentRequired dependentSchemas unevaluatedProperties unevaluatedItems "
+    "minContains maxContains $recursiveRef"
+)
+# Keywords draft-07 checks; next to a $ref, fastjsonschema skips them (draft-07 does),
+# where 2019-09 applies them.
+_CHECKED_07: Final = words(
+    "type enum const allOf anyOf oneOf not if then else minLength maxLength pattern "
+    "format minimum maximum exclusiveMinimum exclusiveMaximum multipleOf minItems "
+    "maxItems uniqueItems items additionalItems contains minProperties maxProperties "
+    "required dependencies propertyNames properties patternProperties "
+    "additionalProperties"
+)
+# Annotations only in 2019-09 (section 8), which fastjsonschema checks as draft-07 may.
+_ANNOTATIONS_2019: Final = ("contentEncoding", "contentMediaType")
+
+
+def vet_keywords(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
+    """For draft 2019-09 (a schema without ``$schema``): refuse the assertions the checker
+    would skip, rather than call an answer right that the schema refuses, and drop the
+    two keywords 2019-09 makes annotations (they would refuse right answers)."""
+    if draft != "draft/2019-09":
+        return
+    for i, obj in _schema_objects(tree, refs):
+        where = tree.pointer(i) or "/"
+        skipped = sorted(_SKIPPED_2019.intersection(obj))
+        if skipped:
+            raise SchemaRejectedError(
+                f"it uses {skipped[0]} (at {where}), a draft 2019-09 keyword the checker "
+                "does not apply"
+            )
+        beside = sorted(_CHECKED_07.intersection(obj)) if "$ref" in obj else ()
+        if beside:
+            raise SchemaRejectedError(
+                f"it has {beside[0]} beside a $ref (at {where}), which the checker would "
+                "not apply (draft-07 rules); put both in an allOf"
+            )
+        for key in _ANNOTATIONS_2019:
+            obj.pop(key, None)
 
 
 def _resolve_ref(root: dict[str, Any], ref: object, where: str) -> object:

@@ -219,6 +219,42 @@ def test_rb3_unknown_schema_draft_is_rejected(schema: dict[str, Any]) -> None:
         compile_answer_schema(schema)
 
 
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ({"type": "object", "dependentRequired": {"card": ["cvc"]}}, "dependentRequired"),
+        ({"properties": {"a": {"unevaluatedProperties": False}}}, "unevaluatedProperties"),
+        ({"items": {"type": "array", "contains": {"const": 1}, "minContains": 2}}, "minContains"),
+        ({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 2}, "maxLength"),
+    ],
+)
+def test_rb3_a_2019_09_assertion_the_checker_would_skip_is_refused(
+    schema: dict[str, Any], says: str
+) -> None:
+    """A schema without ``$schema`` is read as draft 2019-09, which fastjsonschema checks
+    with draft-07's keywords: these assertions would be skipped and a wrong answer called
+    right. The schema is refused instead ("check it without local checks"); the same
+    keyword under an explicit draft-07, which does not define it, is ignored as the draft
+    says, and a property that merely bears its name is fine."""
+    with pytest.raises(SchemaRejectedError, match=says):
+        compile_answer_schema(schema)
+    draft07 = {**schema, "$schema": "http://json-schema.org/draft-07/schema#"}
+    assert compile_answer_schema(draft07).draft == "draft-07"
+    named = {"type": "object", "properties": {says: {"type": "string"}}, "required": [says]}
+    assert compile_answer_schema(named).check({says: "x"}).ok
+
+
+def test_rb3_content_keywords_are_annotations_in_2019_09() -> None:
+    """Draft 2019-09 (section 8) makes contentMediaType and contentEncoding annotations:
+    a right answer is not refused for them (fastjsonschema would decode and parse it)."""
+    schema = {"type": "string", "contentMediaType": "application/json", "contentEncoding": "base64"}
+    assert check_answer(schema, "YQ==").ok  # "a", not JSON text: still a right answer
+    assert check_answer({**schema, "maxLength": 3}, "YQ==").problems
+    given = copy.deepcopy(schema)
+    compile_answer_schema(given)
+    assert given == schema  # the caller's schema is not touched
+
+
 @pytest.mark.parametrize("schema", [True, False, [], "string", 3, None])
 def test_rb3_schema_must_be_an_object(schema: Any) -> None:
     with pytest.raises(SchemaRejectedError, match="not a JSON object"):
