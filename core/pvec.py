@@ -205,11 +205,55 @@ class PVec(Sequence[T]):
             _set(self, "_hash", h)
             return h
 
+    # A patch turns a long tuple into a PVec: what a tuple does, it does too.
+
+    def __add__(self, other: object) -> PVec[Any]:
+        if isinstance(other, tuple | PVec):
+            return self.extend(other)
+        return NotImplemented  # as tuple + list: a TypeError
+
+    def __radd__(self, other: object) -> PVec[Any]:
+        if isinstance(other, tuple):
+            return PVec.from_iterable([*other, *self])
+        return NotImplemented
+
+    def __mul__(self, times: object) -> PVec[T]:
+        try:
+            n = operator.index(times)  # type: ignore[arg-type]
+        except TypeError:
+            return NotImplemented
+        return PVec.from_iterable(list(self) * n) if n > 1 else self if n == 1 else _EMPTY
+
+    __rmul__ = __mul__
+
+    def __lt__(self, other: object) -> bool:
+        t = _as_tuple(other)
+        return NotImplemented if t is None else tuple(self) < t
+
+    def __le__(self, other: object) -> bool:
+        t = _as_tuple(other)
+        return NotImplemented if t is None else tuple(self) <= t
+
+    def __gt__(self, other: object) -> bool:
+        t = _as_tuple(other)
+        return NotImplemented if t is None else tuple(self) > t
+
+    def __ge__(self, other: object) -> bool:
+        t = _as_tuple(other)
+        return NotImplemented if t is None else tuple(self) >= t
+
     def __repr__(self) -> str:
         return f"PVec({list(self)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (PVec.from_iterable, (tuple(self),))
+
+
+def _as_tuple(other: object) -> tuple[Any, ...] | None:
+    """``other`` as a tuple to order against, if it is one or a PVec (as tuples order)."""
+    if isinstance(other, tuple):
+        return other
+    return tuple(other) if isinstance(other, PVec) else None
 
 
 def _push_tail(count: int, shift: int, root: _Node, tail: _Node) -> tuple[int, _Node]:

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from interlude.core.json import freeze
+from interlude.core.patch import SHARE_FROM, apply_patch
 from interlude.core.pvec import PVec, Rope
 
 # -- PVec -------------------------------------------------------------------------
@@ -163,6 +165,39 @@ def test_value_semantics() -> None:
     assert 2 in v and v.index(3) == 2 and v.count(1) == 1
     assert PVec.empty() == () and len(PVec.empty()) == 0
     assert pickle.loads(pickle.dumps(v)) == v and copy.deepcopy(v) == v
+
+
+def test_it_concatenates_repeats_and_orders_as_its_tuple_does() -> None:
+    """A patch turns an array of SHARE_FROM items or more into a PVec; code written for
+    the tuple it was (``state["items"] + (item,)``, sorting) must keep working then."""
+    ops = freeze([{"op": "add", "path": "/-", "value": 63}])
+    v: Any = apply_patch(tuple(range(63)), ops)
+    t = tuple(range(64))
+    assert type(v) is PVec and len(v) == SHARE_FROM
+    for got, expected in [
+        (v + ("x",), (*t, "x")),  # noqa: RUF005 (the operator is what is tested)
+        (("x",) + v, ("x", *t)),  # noqa: RUF005
+        (v + v, t + t),
+        (v * 2, t * 2),
+        (2 * v, t * 2),
+        (v * 1, t),
+        (v * 0, ()),
+        (v * -3, ()),
+    ]:
+        assert got == expected and list(got) == list(expected)
+    for bad in ([1], 1, "x", None):
+        with pytest.raises(TypeError):
+            v + bad
+        with pytest.raises(TypeError):
+            bad + v
+    with pytest.raises(TypeError):
+        v * 1.5
+    bigger = (*t[:-1], 64)
+    assert v < bigger and bigger > v and v <= t and v >= t and not v < t and t <= v
+    assert v < v.append(0) and not v.append(0) <= v and (0,) < v < (1,)
+    assert sorted([bigger, v, t[:3]]) == [t[:3], t, bigger]
+    with pytest.raises(TypeError):
+        v < [0]  # noqa: B015 (as a tuple with a list: no order)
 
 
 def test_immutable() -> None:
