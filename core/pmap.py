@@ -209,6 +209,29 @@ class PMap(Mapping[str, Any]):
             _set_attr(self, "_hash", h)
         return h
 
+    # A patch turns a wide FrozenDict into a PMap: what the dict methods a FrozenDict
+    # keeps do (a merge or a copy into a plain dict), it does too.
+
+    def __or__(self, other: object) -> dict[str, Any]:
+        if not isinstance(other, dict | PMap):
+            return NotImplemented
+        merged = dict(self.items())
+        merged.update(other.items())
+        return merged
+
+    def __ror__(self, other: object) -> dict[str, Any]:
+        if not isinstance(other, dict):
+            return NotImplemented
+        merged = dict(other)
+        merged.update(self.items())
+        return merged
+
+    __ior__ = _frozen  # in place, as FrozenDict's |= does
+
+    def copy(self) -> dict[str, Any]:
+        """A shallow, mutable ``dict`` of the members (as ``FrozenDict.copy()`` gives)."""
+        return dict(self.items())
+
     def __repr__(self) -> str:
         return f"PMap({dict(self.items())!r})"
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interlude.core.json import FrozenDict, freeze, json_default, thaw
+from interlude.core.patch import SHARE_MEMBERS_FROM, apply_patch
 from interlude.core.pmap import PMap
 
 KEYS = st.sampled_from([f"k{i}" for i in range(300)]) | st.text(max_size=3)
@@ -81,6 +82,35 @@ def test_it_cannot_be_changed_in_place() -> None:
     with pytest.raises(TypeError, match=r"use PMap\.from_mapping"):
         PMap()
     assert not hasattr(m, "__setitem__") and not hasattr(m, "update")
+
+
+def test_it_merges_and_copies_into_a_dict_as_a_frozen_dict_does() -> None:
+    """A patch turns an object of SHARE_MEMBERS_FROM members into a PMap; code written
+    for the FrozenDict it was (``state | {"k": v}``, ``state.copy()`` to edit and send
+    back) must keep working then: both give a plain dict, in the members' order."""
+    wide = freeze({f"k{i}": i for i in range(SHARE_MEMBERS_FROM)})
+    m: Any = apply_patch(wide, freeze([{"op": "replace", "path": "/k0", "value": -1}]))
+    fd = FrozenDict({**wide, "k0": -1})
+    assert type(m) is PMap
+    for got, expected in [
+        (m | {"k1": "x", "new": 1}, fd | {"k1": "x", "new": 1}),
+        ({"new": 1, "k1": "x"} | m, {"new": 1, "k1": "x"} | fd),
+        (fd | m, fd | fd),
+        (m | fd, fd | fd),
+        (m | m, fd | fd),
+        (m.copy(), fd.copy()),
+    ]:
+        assert type(got) is dict and list(got.items()) == list(expected.items())
+    edited = m.copy()
+    edited["k2"] = "edited"  # a copy to change; the state is not
+    assert m["k2"] == 2
+    for bad in ([("a", 1)], 1, None):
+        with pytest.raises(TypeError):
+            m | bad
+        with pytest.raises(TypeError):
+            bad | m
+    with pytest.raises(TypeError, match="read-only"):
+        m |= {"a": 1}
 
 
 def test_removing_most_members_rebuilds_the_order_and_keeps_it() -> None:
