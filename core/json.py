@@ -257,13 +257,36 @@ def freeze_parsed(value: Any) -> JSON:
     return value  # type: ignore[no-any-return]
 
 
+_CONTAINERS = (dict, PMap, tuple, list, PVec)
+
+
 def thaw(value: object) -> Any:
-    """A plain, mutable ``dict``/``list`` copy of a frozen JSON value."""
-    if isinstance(value, dict | PMap):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple | list | PVec):
-        return [thaw(v) for v in value]
-    return value
+    """A plain, mutable ``dict``/``list`` copy of a frozen JSON value.
+
+    Iterative: an agent's patches can nest a state deeper than Python's recursion
+    limit allows a recursive copy (a pointer of 512 tokens, then a value), and thawing
+    is how an application reads it.
+    """
+    if not isinstance(value, _CONTAINERS):
+        return value
+    top: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(top, 0, value)]
+    while todo:
+        into, slot, v = todo.pop()
+        if isinstance(v, dict | PMap):
+            obj: dict[str, Any] = {}
+            for k, x in v.items():
+                obj[k] = x  # in order; a container is replaced by its copy below
+                if isinstance(x, _CONTAINERS):
+                    todo.append((obj, k, x))
+            into[slot] = obj
+        else:
+            arr = list(v)
+            for i, x in enumerate(arr):
+                if isinstance(x, _CONTAINERS):
+                    todo.append((arr, i, x))
+            into[slot] = arr
+    return top[0]
 
 
 def json_default(value: object) -> list[Any] | dict[str, Any]:

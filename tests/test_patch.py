@@ -602,6 +602,42 @@ def test_deep_values_do_not_recurse() -> None:
         apply_patch(new, (frozen_unchecked({"op": "test", "path": "/d", "value": other}),))
 
 
+def test_a_state_patched_deeper_than_the_recursion_limit_can_be_thawed_and_sent() -> None:
+    """R-J2: three valid STATE_DELTAs (each frame within the reader's nesting limit, each
+    pointer within MAX_DEPTH) nest the state 751 levels deep. The application can still
+    thaw it (thaw was recursive: RecursionError in user code) and the next request
+    carries it whole."""
+    from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started
+
+    def nested(n: int) -> Any:
+        v: Any = 0
+        for _ in range(n):
+            v = {"a": v}
+        return v
+
+    def deltas(req: Any) -> Any:
+        adds = [("/x", 250), ("/x" + "/a" * 250, 250), ("/x" + "/a" * 500, 250)]
+        patches = [
+            {"type": "STATE_DELTA", "delta": [{"op": "add", "path": p, "value": nested(n)}]}
+            for p, n in adds
+        ]
+        return reply(started(req), *patches, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(deltas))
+    chat = driver.chat()
+    chat.send("go")
+    driver.run_until_idle()
+    assert chat.error is None
+    plain = thaw(chat.state)
+    depth, node = 0, plain["x"]
+    while isinstance(node, dict):
+        depth, node = depth + 1, node["a"]
+    assert depth == 750 and node == 0
+    chat.send("again")
+    driver.run_until_idle()
+    assert chat.error is None and driver.requests[-1].json["state"] == plain
+
+
 def test_json_equal() -> None:
     assert json_equal(1, 1.0) and json_equal(fz({"a": [1, 2.0]}), fz({"a": [1.0, 2]}))
     assert not json_equal(True, 1) and not json_equal(0, False) and not json_equal(None, 0)
