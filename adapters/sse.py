@@ -136,10 +136,19 @@ class SSEParser:
         return events
 
     def _more(self, piece: bytes) -> None:
-        """Add to the unfinished line, within the bound."""
+        """Add to the unfinished line, within the bound.
+
+        The line counts as it will once whole: a data line its value and LF on top of
+        the frame's data, any other line alone. So a frame passes or fails the same
+        however the network splits it."""
         partial = self._partial
         partial += piece
-        if self._data_len + len(partial) > self.max_frame_bytes:
+        size = len(partial)
+        if size < 5 and b"data:".startswith(partial):
+            return  # it may yet be a data line of an empty value: judged once it says
+        if partial.startswith(b"data:"):
+            size += self._data_len - (6 if size > 5 and partial[5] == 0x20 else 5) + 1
+        if size > self.max_frame_bytes:
             raise self._too_big()
 
     def close(self) -> list[SSEEvent]:

@@ -279,6 +279,18 @@ def test_the_limit_resets_with_each_frame() -> None:
     assert len(parse(frame * 100, max_frame_bytes=100)[0]) == 100
 
 
+def test_the_limit_is_the_same_however_the_stream_is_chunked() -> None:
+    """R-J4: a line still arriving counts as it will once whole (a data line by its value,
+    any other line alone), so TCP's read boundaries cannot decide whether a frame passes."""
+    # Data "ab\nc" counts 5 bytes; the comment between its lines counts for nothing.
+    stream = b"data: ab\n: c\ndata: c\n\n"
+    whole = parse(stream, max_frame_bytes=5)
+    assert whole == ([msg("ab\nc")], False)
+    assert parse(*(stream[k : k + 1] for k in range(len(stream))), max_frame_bytes=5) == whole
+    assert parse(b"data: a\ndata: b\n", b"\n", max_frame_bytes=4) == ([msg("a\nb")], False)
+    assert parse(b"data: a\ndata: ", b"b\n\n", max_frame_bytes=4) == ([msg("a\nb")], False)
+
+
 def test_a_huge_frame_in_one_byte_chunks_is_linear() -> None:
     """2 MB fed a byte at a time: quadratic buffering would take minutes, not a second."""
     size = 2 * 1024 * 1024
@@ -356,7 +368,8 @@ def frames(draw: st.DrawFn) -> tuple[list[str], SSEEvent]:
     """The lines of one valid frame (without the blank line) and the event it makes."""
     datas = draw(st.lists(text_values, min_size=1, max_size=4))
     event = draw(st.one_of(st.none(), text_values.filter(lambda s: s != "")))
-    lines = [f"data: {d}" if draw(st.booleans()) else f"data:{d}" for d in datas]
+    # Without the space, a value that begins with one would lose it.
+    lines = [f"data: {d}" if draw(st.booleans()) or d[:1] == " " else f"data:{d}" for d in datas]
     if event is not None:
         lines.insert(draw(st.integers(0, len(lines))), f"event: {event}")
     if draw(st.booleans()):
@@ -409,6 +422,30 @@ def test_arbitrary_bytes_match_the_literal_reading(stream: bytes, cuts: list[int
     assert parse(stream) == expected
     assert parse(*chunked(stream, cuts)) == expected
     assert parse(*(stream[i : i + 1] for i in range(len(stream)))) == expected
+
+
+def outcome(chunks: list[bytes], limit: int) -> tuple[list[SSEEvent], bool] | str:
+    try:
+        return parse(*chunks, max_frame_bytes=limit)
+    except ProtocolError:
+        return "too big"
+
+
+@given(streams(), st.lists(st.integers(min_value=0), max_size=20))
+def test_a_frame_passes_at_its_size_and_fails_below_it_however_chunked(
+    case: tuple[bytes, list[SSEEvent]], cuts: list[int]
+) -> None:
+    """The bound is a frame's data (its LFs counted) or any other line, whatever the reads."""
+    stream, expected = case
+    lines = re.split(rb"\r\n|\r|\n", stream.removeprefix(b"\xef\xbb\xbf"))
+    need = max(
+        [len(e.data.encode()) + 1 for e in expected]
+        + [len(line) for line in lines if not line.startswith(b"data")]
+    )
+    for chunks in ([stream], chunked(stream, cuts), [bytes([b]) for b in stream]):
+        assert outcome(chunks, need or 1) == (expected, False)
+        if need > 1:
+            assert outcome(chunks, need - 1) == "too big"
 
 
 def test_a_frame_of_very_many_data_lines_is_joined_right_and_held_compactly() -> None:
