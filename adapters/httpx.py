@@ -417,8 +417,9 @@ def retry_after(value: str | None, now: float) -> float | None:
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        # A huge number is still a long wait (past any max_retry_after), not no wait.
-        return float(min(int(value[:12]), _LONGEST_WAIT))
+        # A huge number is still a long wait (past any max_retry_after), not no wait; a
+        # few digits are enough to say so, once leading zeros are off.
+        return float(min(int(value.lstrip("0")[:12] or "0"), _LONGEST_WAIT))
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -562,6 +562,8 @@ def test_a_redirect_loop_an_injected_client_follows_is_not_retried() -> None:
         ("Tue Dec  1 00:00:30 2026", 30.0),  # asctime's form (RFC 9110 5.6.7: accept it)
         ("Tuesday, 01-Dec-26 00:00:30 GMT", 30.0),  # RFC 850's form
         ("9" * 5000, 2.0**31),  # past int()'s 4,300-digit limit: still no ValueError
+        ("0000000000007", 7.0),  # leading zeros are still delta-seconds (1*DIGIT)
+        ("0" * 5000, 0.0),
         ("Tue, 01 Dec 99999999999 00:00:00 GMT", None),  # a year past datetime's range
         ("Fri, 31 Dec 9999 23:59:59 GMT", 2.0**31),  # a far date waits as long as a big number
     ],
