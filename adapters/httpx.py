@@ -202,6 +202,8 @@ class HttpxTransport:
                     completed = parser.feed(piece)
                     if completed:
                         yield [event.data for event in completed]
+                    if parser.error is not None:  # after the frames the same read completed
+                        raise parser.error
             parser.close()
             if parser.truncated:
                 cut = "" if inflater.complete else " (and before the end of its compressed body)"

@@ -51,8 +51,9 @@ class SSEParser:
     ``data`` field (``data:`` with an empty value counts, as in WHATWG). At end
     of stream, call :meth:`close`: an unterminated frame is discarded, as WHATWG
     requires, and :attr:`truncated` says whether there was one, so the caller
-    can report a stream cut in the middle of an event. After :meth:`feed` raises,
-    the parser is spent: the stream is broken.
+    can report a stream cut in the middle of an event. Once a frame passes the
+    limit the stream is broken: :attr:`error` says why, and the frames completed
+    before it come out first (a read may hold a run's last event and junk after it).
     """
 
     __slots__ = (
@@ -67,6 +68,8 @@ class SSEParser:
         "_skip_lf",
         "_spilled",
         "_start",
+        "_unraised",
+        "error",
         "last_event_id",
         "max_frame_bytes",
         "truncated",
@@ -89,27 +92,45 @@ class SSEParser:
         self._id: str | None = None  # WHATWG's "last event ID buffer"
         self._fields = False  # a field other than data was seen in this frame
         self._closed = False
+        self.error: ProtocolError | None = None
+        """Why the stream is broken (a frame or line past the limit); None while it is not."""
+        self._unraised = False  # error is set, but the frames before it were returned instead
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume the next bytes of the stream; return the frames they complete.
 
         Raises :class:`ProtocolError` when a frame's data or a single line
-        grows past ``max_frame_bytes``, before buffering any more of it.
+        grows past ``max_frame_bytes``, before buffering any more of it; if these
+        bytes completed frames before that, it returns them and sets :attr:`error`,
+        and the next call (this or :meth:`close`) raises it.
         """
         if self._closed:
             raise RuntimeError("SSEParser.feed() after close()")
-        if len(chunk) > _SLICE:
-            # A decompressed read can be huge and all line ends: split in bounded
-            # slices, so the list of lines stays small (the state carries across).
-            events: list[SSEEvent] = []
-            for k in range(0, len(chunk), _SLICE):
-                events += self.feed(chunk[k : k + _SLICE])
-            return events
+        if self.error is not None:
+            self._unraised = False
+            raise self.error
+        events: list[SSEEvent] = []
+        try:
+            if len(chunk) > _SLICE:
+                # A decompressed read can be huge and all line ends: split in bounded
+                # slices, so the list of lines stays small (the state carries across).
+                for k in range(0, len(chunk), _SLICE):
+                    self._feed(chunk[k : k + _SLICE], events)
+            else:
+                self._feed(chunk, events)
+        except ProtocolError as exc:
+            self.error = exc
+            if not events:
+                raise
+            self._unraised = True
+        return events
+
+    def _feed(self, chunk: bytes, events: list[SSEEvent]) -> None:
         if self._start:
             chunk = self._head + chunk
             if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
                 self._head = chunk
-                return []
+                return
             self._start = False
             self._head = b""
             if chunk.startswith(_BOM):
@@ -123,17 +144,16 @@ class SSEParser:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         elif b"\n" not in chunk:  # the middle of a line: a trickle, or a long line
             self._more(chunk)
-            return []
+            return
         lines = chunk.split(b"\n")
         rest = lines.pop()
         if self._partial:
             self._partial += lines[0]
             lines[0] = bytes(self._partial)
             self._partial.clear()
-        events = self._lines(lines)
+        self._lines(lines, events)
         if rest:
             self._more(rest)
-        return events
 
     def _more(self, piece: bytes) -> None:
         """Add to the unfinished line, within the bound.
@@ -155,7 +175,8 @@ class SSEParser:
         """End of stream: discard an unterminated frame and say so in :attr:`truncated`.
 
         Returns no events (a frame needs its blank line); the list keeps the
-        call symmetric with :meth:`feed`.
+        call symmetric with :meth:`feed`. Raises :attr:`error` if :meth:`feed` has
+        not raised it yet.
         """
         if not self._closed:
             self._closed = True
@@ -166,12 +187,15 @@ class SSEParser:
             self._data = []
             self._spilled = bytearray()
             self._data_len = 0
+        if self._unraised:
+            self._unraised = False
+            assert self.error is not None
+            raise self.error
         return []
 
-    def _lines(self, lines: list[bytes]) -> list[SSEEvent]:
+    def _lines(self, lines: list[bytes], events: list[SSEEvent]) -> None:
         # The hot loop: a blank line or a "data:" line is handled inline, the rest
         # in _field. Locals stand in for attributes until the loop ends.
-        events: list[SSEEvent] = []
         data = self._data
         size = self._data_len
         limit = self.max_frame_bytes
@@ -204,7 +228,6 @@ class SSEParser:
                 self._field(line)
                 size = self._data_len
         self._data_len = size
-        return events
 
     def _field(self, line: bytes) -> None:
         """Any line but a blank or ``data:`` one: comments and the other fields."""

@@ -787,6 +787,30 @@ def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
     trio.run(main)
 
 
+def test_frames_in_the_same_read_as_one_over_the_limit_still_arrive() -> None:
+    """A RUN_FINISHED and the oversized frame after it, in one read: the run's end is not
+    lost with it (the same bytes in two reads deliver it), then the stream fails."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+
+    async def answer(stream: trio.SocketStream) -> None:
+        await stream.send_all(head + FRAME + FRAME + b"data: " + b"x" * 2000 + b"\n\n")
+
+    async def main() -> None:
+        got = []
+        async with (
+            raw_server(answer) as url,
+            HttpxTransport(url, max_frame_bytes=1000) as transport,
+        ):
+            with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
+                with trio.fail_after(WAIT):
+                    async with aclosing(transport.stream(b"{}")) as frames:
+                        async for data in frames:
+                            got.append(data)
+        assert got == [FRAME_DATA, FRAME_DATA]
+
+    trio.run(main)
+
+
 def _gzip_flushed(*pieces: bytes) -> bytes:
     """``pieces`` in one gzip stream, flushed after each as a streaming server does; no end."""
     squeeze = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)

@@ -274,6 +274,34 @@ def test_any_long_line_raises(line: bytes) -> None:
         parse(line + b"\n\n", max_frame_bytes=1000)
 
 
+@pytest.mark.parametrize(
+    "stream",
+    [
+        b"data: ok\n\ndata: " + b"x" * 20 + b"\n\n",  # a data line over the limit
+        b"data: ok\n\n: " + b"x" * 20 + b"\n",  # any line over the limit
+        b"data: ok\n\ndata: " + b"x" * 20,  # a line over it, still arriving
+    ],
+)
+def test_frames_before_one_over_the_limit_come_out_then_it_raises(stream: bytes) -> None:
+    """R-J4: a frame completed before the one over the limit is not lost with it when
+    they share a read (a RUN_FINISHED followed by junk); the next call raises."""
+    parser = SSEParser(max_frame_bytes=10)
+    assert parser.feed(stream) == [msg("ok")]
+    with pytest.raises(ProtocolError, match="exceeds the limit of 10 bytes"):
+        parser.close()
+    parser = SSEParser(max_frame_bytes=10)
+    assert parser.feed(stream) == [msg("ok")]
+    with pytest.raises(ProtocolError, match="exceeds the limit of 10 bytes"):
+        parser.feed(b"data: more\n\n")  # the stream is broken: nothing more is read
+
+
+def test_a_frame_over_the_limit_with_nothing_before_raises_at_once() -> None:
+    parser = SSEParser(max_frame_bytes=10)
+    with pytest.raises(ProtocolError):
+        parser.feed(b"data: " + b"x" * 20 + b"\n\n")
+    assert parser.close() == []  # raised once: closing after it is quiet
+
+
 def test_the_limit_resets_with_each_frame() -> None:
     frame = b"data: " + b"x" * 90 + b"\n\n"
     assert len(parse(frame * 100, max_frame_bytes=100)[0]) == 100
