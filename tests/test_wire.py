@@ -979,6 +979,16 @@ def test_hostile_frames_raise_wire_error(text: str) -> None:
         decode_frame(text)
 
 
+@pytest.mark.parametrize("lead", ["", " "])  # the fast scanner, then the general decoder
+def test_a_huge_integer_is_named_not_answered_with_pythons_advice(lead: str) -> None:
+    """The error says what is wrong with the frame, not Python's own advice to call
+    sys.set_int_max_str_digits(), which an application cannot act on for a frame."""
+    text = lead + '{"type":"STATE_SNAPSHOT","snapshot":{"n":' + "9" * 5000 + "}}"
+    with pytest.raises(WireError, match="an integer of more than 4300 digits") as info:
+        decode_frame(text)
+    assert "set_int_max_str_digits" not in str(info.value)
+
+
 def test_nesting_up_to_the_bound_is_accepted() -> None:
     depth = MAX_DEPTH - 1  # the snapshot sits one level inside the event object
     e = decode_frame('{"type":"STATE_SNAPSHOT","snapshot":' + "[" * depth + "]" * depth + "}")

@@ -29,7 +29,7 @@ from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..errors import article, listed
-from ..json import JSON, FrozenDict, frozen_unchecked, json_default
+from ..json import JSON, MAX_INT_DIGITS, FrozenDict, frozen_unchecked, json_default
 from ..pmap import PMap
 from ..pvec import PVec
 from ..rfc3339 import parse_rfc3339
@@ -1244,17 +1244,26 @@ def _loads(data: str) -> Any:
         except _OutOfRange as exc:
             raise WireError(f"the frame is not JSON we accept: {exc}") from None
         except (ValueError, RecursionError) as exc:
-            raise WireError(f"the frame is not JSON: {_short(str(exc), 120)}") from None
+            raise _not_json(exc) from None
     except RecursionError:
         raise WireError(f"the frame is not JSON: nested deeper than {MAX_DEPTH} levels") from None
     except _OutOfRange as exc:
         raise WireError(f"the frame is not JSON we accept: {exc}") from None
     except ValueError as exc:
-        raise WireError(f"the frame is not JSON: {_short(str(exc), 120)}") from None
+        raise _not_json(exc) from None
     # An upper bound on depth is cheap; the exact walk runs only when it is exceeded.
     if data.count("[") + data.count("{") > MAX_DEPTH and _too_deep(value):
         raise WireError(f"the frame is not JSON we accept: nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def _not_json(exc: Exception) -> WireError:
+    if "integer string conversion" in str(exc):
+        # Python's own message advises sys.set_int_max_str_digits(): no advice for a frame.
+        return WireError(
+            f"the frame is not JSON we accept: an integer of more than {MAX_INT_DIGITS} digits"
+        )
+    return WireError(f"the frame is not JSON: {_short(str(exc), 120)}")
 
 
 def _too_deep(value: Any) -> bool:
