@@ -272,7 +272,11 @@ class TransportError(InterludeError):
         retryable = 500 <= status <= 599 or status == 429
         where = f"the endpoint {redacted_url(endpoint)}" if endpoint else "the endpoint"
         location = redacted_url(location) if location is not None else None
-        wait = f"; it asked to wait {retry_after:g} s before retrying" if retry_after else ""
+        # A long wait in whole seconds: 2147483647, not 2.14748e+09.
+        wait = ""
+        if retry_after:
+            secs = f"{retry_after:g}" if retry_after < 1e6 else f"{retry_after:.0f}"
+            wait = f"; it asked to wait {secs} s before retrying"
         return cls(
             f"{where} answered HTTP {status}{wait}{_status_hint(status, location)}",
             retryable=retryable,

@@ -597,6 +597,14 @@ def test_a_retry_after_header_rides_the_transport_error() -> None:
     trio.run(main)
 
 
+def test_a_long_retry_after_is_shown_in_whole_seconds() -> None:
+    error = TransportError.from_status(503, "", retry_after=2147483647.0)
+    assert error.message.endswith("it asked to wait 2147483647 s before retrying")
+    assert TransportError.from_status(503, "", retry_after=1.5).message.endswith(
+        "1.5 s before retrying"
+    )
+
+
 def test_a_long_error_body_is_cut() -> None:
     async def handler(request: Request, send: Send) -> None:
         await start(send, 502, b"text/html")
