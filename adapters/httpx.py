@@ -195,20 +195,31 @@ class HttpxTransport:
                     body=said or None,
                 )
             parser = SSEParser(max_frame_bytes=self._max_frame_bytes)
+            head = bytearray()  # the stream's first bytes, while it has completed no frame
+            framed = False
             while (chunk := await self._next_chunk(chunks)) is not None:
                 for k, piece in enumerate(self._inflated(inflater, chunk)):
                     if k:  # a read that inflates to many slices: let the loop run between
                         await anyio.lowlevel.checkpoint()
+                    if not framed and len(head) < ERROR_BODY_LIMIT:
+                        head += piece[: ERROR_BODY_LIMIT - len(head)]
                     completed = parser.feed(piece)
                     if completed:
+                        framed = True
                         yield [event.data for event in completed]
                     if parser.error is not None:  # after the frames the same read completed
                         raise parser.error
             parser.close()
             if parser.truncated:
                 cut = "" if inflater.complete else " (and before the end of its compressed body)"
+                # A body that is no event stream at all (an error object sent as one) is
+                # the clue: in .body, as for a wrong content type, not in the message.
+                sent = None if framed else _text(bytes(head), None, final=True)
+                kept = "; what it sent is in the error's .body" if sent else ""
                 raise ProtocolError(
-                    f"the stream ended in the middle of an event{cut}", retryable=True
+                    f"the stream ended in the middle of an event{cut}{kept}",
+                    retryable=True,
+                    body=sent,
                 )
         finally:
             await _release(response, chunks)

@@ -819,6 +819,33 @@ def test_frames_in_the_same_read_as_one_over_the_limit_still_arrive() -> None:
     trio.run(main)
 
 
+def test_a_body_that_is_no_event_stream_is_kept_in_the_error() -> None:
+    """An endpoint that sends an error object as text/event-stream (no data lines): the
+    stream ends mid-"event", and what it sent is the clue, so it is in ``.body`` (not in
+    the message, which is logged). A stream that had sent frames keeps no body."""
+    said = b'{"error": "model not found"}'
+
+    def answer_with(body: bytes) -> Any:
+        async def answer(stream: trio.SocketStream) -> None:
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+            await stream.send_all(head + b"\r\n" + body)
+
+        return answer
+
+    async def main() -> None:
+        for body, kept in ((said, said.decode()), (FRAME + said, None)):
+            async with raw_server(answer_with(body)) as url, HttpxTransport(url) as transport:
+                with pytest.raises(ProtocolError) as caught:
+                    with trio.fail_after(WAIT):
+                        async for _ in transport.stream(b"{}"):
+                            pass
+            assert caught.value.retryable and caught.value.body == kept
+            assert ("in the error's .body" in caught.value.message) is (kept is not None)
+            assert "model not found" not in caught.value.message
+
+    trio.run(main)
+
+
 def _gzip_flushed(*pieces: bytes) -> bytes:
     """``pieces`` in one gzip stream, flushed after each as a streaming server does; no end."""
     squeeze = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
