@@ -321,6 +321,15 @@ def test_reference_messages_round_trip(message: Any) -> None:
     assert json.loads(dumps(encode_message(decoded))) == json.loads(data)
 
 
+def test_wire_key_is_importable_from_interlude_core_wire_as_the_reference_lists_it() -> None:
+    """docs/reference.md lists ``wire_key(field_name)`` among ``interlude.core.wire``'s codec."""
+    from interlude.core import wire
+
+    assert "wire_key" in wire.__all__
+    assert wire.wire_key("tool_call_id") == "toolCallId"
+    assert wire.wire_key("pending_tool_call_ids") == "pendingToolCallIds"
+
+
 def test_message_fields() -> None:
     m = decode_message(json.loads(_messages()[4].model_dump_json(by_alias=True)))
     assert isinstance(m, AssistantMessage)

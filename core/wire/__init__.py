@@ -22,6 +22,7 @@ from .codec import (
     encode_run_input,
     left_out_note,
     read_frame,
+    wire_key,
 )
 from .events import (
     EVENT_TYPES,
@@ -166,4 +167,5 @@ __all__ = [
     "encode_run_input",
     "left_out_note",
     "read_frame",
+    "wire_key",
 ]
