@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from .errors import a_type
 from .pvec import PVec
 
 __all__ = ["NotUsable", "Tree", "copy_json"]
@@ -44,6 +45,8 @@ class Tree:
     own: list[int] = attrs.Factory(list)
 
     def pointer(self, index: int, last: str | int | None = None) -> str:
+        if index < 0:  # the root itself: ``last`` is its slot in copy_json's box, not a key
+            return ""
         tokens = [] if last is None else [last]
         while index > 0:
             tokens.append(self.keys[index])
@@ -116,7 +119,7 @@ def copy_json(
             tree.objs.append(out)
             weight = 0  # counted in its own slot
         else:
-            raise NotUsable(tree.pointer(parent, slot), f"holds a {type(src).__name__}")
+            raise NotUsable(tree.pointer(parent, slot), f"holds {a_type(src)}")
         if max_chars is not None and chars > max_chars:
             raise NotUsable(tree.pointer(parent, slot), f"holds over {max_chars} characters")
         dst[slot] = out

@@ -927,3 +927,16 @@ def test_rb3_bad_answers_are_problems_never_exceptions() -> None:
         result = validator.check(answer)
         assert isinstance(result, AnswerCheck)
         assert not result.ok and result.problems, answer
+
+
+def test_rb3_a_bad_answer_is_named_at_its_place_with_its_type() -> None:
+    """The problem names the place in the answer as a JSON Pointer: the root is '/'."""
+    validator = compile_answer_schema({"type": "object"})
+    assert validator.check(object()).problems == ("the answer holds an object (at /)",)
+    assert validator.check(float("nan")).problems == (
+        "the answer holds nan, which is not JSON (at /)",
+    )
+    assert validator.check({1: 2}).problems == ("the answer has a non-string key (at /)",)
+    assert validator.check({"a": [1, {2}]}).problems == ("the answer holds a set (at /a/1)",)
+    with pytest.raises(SchemaRejectedError, match=r"non-string key \(at /\)"):
+        compile_answer_schema({1: "x"})  # type: ignore[dict-item]
