@@ -34,12 +34,16 @@ def _fields(raw: object) -> dict[str, Any] | None:
 
 def check_entries(
     batch: Batch, raw_entries: object
-) -> tuple[tuple[ResumeEntry, ...], tuple[ResumeProblem, ...]]:
-    """The entries, frozen and in the submitted order, and every problem found."""
+) -> tuple[tuple[ResumeEntry, ...], tuple[ResumeProblem, ...], frozenset[str]]:
+    """The entries, frozen and in the submitted order, every problem found, and the
+    interrupts whose entry says ``cancelled``, well-formed or not: the expiry check,
+    which runs before the entries' (R-B2), reads what the submission cancels (R-G2)."""
     if isinstance(raw_entries, str | bytes | Mapping) or not isinstance(raw_entries, Sequence):
-        return (), (ResumeProblem("entries must be a list with one entry per interrupt"),)
+        problem = ResumeProblem("entries must be a list with one entry per interrupt")
+        return (), (problem,), frozenset()
     problems: list[ResumeProblem] = []
     entries: list[ResumeEntry] = []
+    cancelled: set[str] = set()
     wanted = [i.id for i in batch.interrupts]
     known = set(wanted)  # a batch from the network may hold many: no list scans
     seen: set[str] = set()
@@ -88,14 +92,15 @@ def check_entries(
         if iid not in known:
             problems.append(ResumeProblem(f"{label} names no interrupt of this batch", entry=pos))
             continue
-
+        if fields.get("status") == "cancelled":
+            cancelled.add(iid)
         checked = _entry(iid, pos, fields)
         if isinstance(checked, list):
             problems += checked
         else:
             entries.append(checked)
     problems += (ResumeProblem(f"no entry for {quote(m)}", m) for m in wanted if m not in seen)
-    return tuple(entries), tuple(problems)
+    return tuple(entries), tuple(problems), frozenset(cancelled)
 
 
 def _entry(iid: str, pos: int, fields: dict[str, Any]) -> ResumeEntry | list[ResumeProblem]:

@@ -376,24 +376,26 @@ def _held_claim_expired(s: State, now: float) -> tuple[str, ...]:
     run = s.run
     if s.claim is None or run is None or run.kind != "resume":
         return ()
-    return _claim_blocked_by_expiry(s, s.claim.entries, now, s.claim.expiry)
+    return _blocked_by_expiry(s, _cancelled(s.claim.entries), now, s.claim.expiry)
 
 
-def _claim_blocked_by_expiry(
-    s: State, entries: tuple[ResumeEntry, ...], now: float, policy: ExpiryPolicy
+def _blocked_by_expiry(
+    s: State, cancelled: frozenset[str], now: float, policy: ExpiryPolicy
 ) -> tuple[str, ...]:
-    """The expired interrupts that block sending these entries (R-G1, R-G2)."""
+    """The expired interrupts that block answers cancelling ``cancelled`` (R-G1, R-G2)."""
     assert s.batch is not None
-    excused = _excused(entries, policy)
+    excused = _excused(cancelled, policy)
     return tuple(i for i in s.batch.expired_ids(now) if i not in excused)
 
 
-def _excused(entries: tuple[ResumeEntry, ...], policy: ExpiryPolicy) -> set[str]:
-    """The interrupts whose expiry does not block sending ``entries`` (R-G2): under
-    ``cancel_expired``, those the entries cancel; under the default, none."""
-    if policy != "cancel_expired":
-        return set()
-    return {e.interrupt_id for e in entries if e.status == "cancelled"}
+def _cancelled(entries: tuple[ResumeEntry, ...]) -> frozenset[str]:
+    return frozenset(e.interrupt_id for e in entries if e.status == "cancelled")
+
+
+def _excused(cancelled: frozenset[str], policy: ExpiryPolicy) -> frozenset[str]:
+    """The interrupts whose expiry does not block sending answers that cancel
+    ``cancelled`` (R-G2): under ``cancel_expired``, those; under the default, none."""
+    return cancelled if policy == "cancel_expired" else frozenset()
 
 
 def _supersede(tx: _Tx) -> None:
@@ -483,7 +485,7 @@ def _watch_claim_expiry(tx: _Tx, now: float) -> None:
     s = tx.s
     if s.claim is None or s.batch is None or s.expiry_timer is not None:
         return
-    excused = _excused(s.claim.entries, s.claim.expiry)
+    excused = _excused(_cancelled(s.claim.entries), s.claim.expiry)
     later = [
         i.expires_at_epoch
         for i in s.batch.interrupts
@@ -664,9 +666,10 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
         raise err.StaleBatchError(
             f"batch {i.batch_id!r} is not the pending batch ({now_pending}); {what_now}"
         )
-    entries, problems = check_entries(s.batch, i.entries)
+    entries, problems, cancelled = check_entries(s.batch, i.entries)
     policy = s.options.expiry
-    expired = _claim_blocked_by_expiry(s, entries, now, policy)
+    # What the entries cancel, malformed ones included: their problems are listed next.
+    expired = _blocked_by_expiry(s, cancelled, now, policy)
     if expired:
         raise err.BatchExpiredError(
             f"{_interrupts_named(expired)} {'has' if len(expired) == 1 else 'have'} expired, "

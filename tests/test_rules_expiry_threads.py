@@ -54,6 +54,7 @@ from interlude.core.commands import (
 )
 from interlude.core.errors import (
     BatchExpiredError,
+    InvalidResumeError,
     RecoveryRequiredError,
     StaleBatchError,
     TransportError,
@@ -199,6 +200,36 @@ def test_R_G2_cancel_expired_policy_accepts_only_cancelling_every_expired_interr
         {"interruptId": "c", "status": "resolved", "payload": {"ok": True}},
     ]
     assert (chat.pending_interrupts, chat.error, chat.is_resuming) == (None, None, False)
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [{"payload": None}, {"payload": {"ok": False}}, {"metadata": ["not", "an", "object"]}],
+)
+def test_R_B2_R_G2_a_malformed_entry_cancelling_an_expired_interrupt_is_an_entry_problem(
+    mistake: dict[str, Any],
+) -> None:
+    """R-B2, R-G2: under ``cancel_expired`` an entry that cancels the expired interrupt
+    but is malformed (a payload on a cancellation, metadata that is no object) is an
+    entry problem, listed by InvalidResumeError. It is not BatchExpiredError, whose
+    advice (cancel the expired interrupt) the submission already follows."""
+    driver, chat, batch = paused_chat(
+        ask("a", at(30)), ask("b"), replies=[succeed()], options=Options(expiry="cancel_expired")
+    )
+    driver.advance(45)  # a has expired
+    answers = entries(batch, cancel=["a"])
+    answers[0] = {**answers[0], **mistake}
+    err = rejected(chat, InvalidResumeError, lambda: chat.resume(batch.id, answers))
+    assert [p.interrupt_id for p in err.details] == ["a"]
+    assert_paused(chat, batch)
+
+    answers[0] = {"interrupt_id": "a", "status": "cancelled"}  # the problem fixed
+    chat.resume(batch.id, answers)
+    driver.run_until_idle()
+    assert driver.requests[-1].resume == [
+        {"interruptId": "a", "status": "cancelled"},
+        {"interruptId": "b", "status": "resolved", "payload": {"ok": True}},
+    ]
 
 
 @pytest.mark.parametrize(
