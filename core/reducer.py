@@ -530,30 +530,37 @@ def _recovery_required(verb: str) -> err.RecoveryRequiredError:
     )
 
 
-def _check_can_send(s: State, verb: str) -> None:
+def _check_can_send(s: State, verb: str, now: float) -> None:
     if s.options.kind != "chat":
         raise err.UsageError(
             f"{verb} is for chat resources; a completion takes its input through set_input"
         )
-    _check_not_paused(s, verb)
+    _check_not_paused(s, verb, now)
 
 
-def _check_not_paused(s: State, verb: str) -> None:
+def _check_not_paused(s: State, verb: str, now: float) -> None:
     """R-F5, R-D3: no new input during recovery or while a batch is pending or claimed."""
     if s.needs_new_thread:
         raise _recovery_required(verb)
-    if s.batch is not None:
-        if s.claim:
-            state = "claimed by a resume in flight; wait for it to settle (is_resuming)"
-        else:
-            state = "waiting for answers; answer it with resume()"
-        raise err.InterruptPendingError(
-            f"cannot {verb}: batch {s.batch.id!r} is {state}, or move to a new thread"
-        )
+    if s.batch is None:
+        return
+    # Expired, the way on is what the policy allows: a plain resume() would raise (R-G2).
+    expired = not s.claim and s.batch.expired_ids(now)
+    if s.claim:
+        state = "is claimed by a resume in flight; wait for it to settle (is_resuming), or"
+    elif expired and s.options.expiry != "cancel_expired":
+        state = "has expired and cannot be answered;"
+    elif expired:
+        state = "has expired; resume() with its expired interrupts cancelled, or"
+    else:
+        state = "is waiting for answers; answer it with resume(), or"
+    raise err.InterruptPendingError(
+        f"cannot {verb}: batch {s.batch.id!r} {state} move to a new thread (set_thread_id)"
+    )
 
 
 def _send(s: State, i: Send, now: float) -> Transition:
-    _check_can_send(s, "send")
+    _check_can_send(s, "send", now)
     mid = intake.message_id(i.message_id, "send()")
     if isinstance(i.content, UserMessage):
         given: UserMessage | None = intake.user_message(i.content, "send()")
@@ -578,7 +585,7 @@ def _send(s: State, i: Send, now: float) -> Transition:
 
 
 def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
-    _check_can_send(s, "set_messages")
+    _check_can_send(s, "set_messages", now)
     messages = intake.messages(i.messages, "set_messages()")
     tx = _Tx(s)
     _supersede(tx)
@@ -593,14 +600,14 @@ def _set_messages(s: State, i: SetMessages, now: float) -> Transition:
 
 def _reload(s: State, i: Reload, now: float) -> Transition:
     if s.options.kind == "completion":
-        _check_not_paused(s, "reload")
+        _check_not_paused(s, "reload", now)
         if s.input is None:
             return Transition(s)
         tx = _Tx(s)
         _supersede(tx)
         _start_completion(tx, s.input)
         return tx.done()
-    _check_can_send(s, "reload")
+    _check_can_send(s, "reload", now)
     messages = s.checkpoint.messages
     last_user = next(
         (n for n in range(len(messages) - 1, -1, -1) if messages[n].role == "user"), None

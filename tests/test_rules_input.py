@@ -287,6 +287,25 @@ def test_R_D3_new_chat_input_rejected_while_pending_or_claimed(intent: str, phas
     assert all(r.resume is not None for r in driver.requests[1:])
 
 
+@pytest.mark.parametrize("policy", ["block", "cancel_expired"])
+@pytest.mark.parametrize("intent", sorted(NEW_INPUT))
+def test_R_D3_new_input_rejected_on_an_expired_batch_says_the_way_on(intent: str, policy: str):
+    """R-D3, R-G2: an expired batch is still pending, so new input raises
+    InterruptPendingError; its message gives the way on the policy allows, not a plain
+    resume() that would raise BatchExpiredError."""
+    driver, chat, _batch = paused_chat(
+        ask(expires=at(30)), replies=[succeed()], options=Options(expiry=policy)
+    )
+    driver.advance(30)
+    assert chat.is_expired
+    err = rejected(chat, InterruptPendingError, lambda: NEW_INPUT[intent](chat))
+    assert "expired" in str(err) and "set_thread_id" in str(err)
+    if policy == "block":
+        assert "resume" not in str(err)
+    else:
+        assert "cancelled" in str(err)
+
+
 @pytest.mark.parametrize("intent", sorted(NEW_INPUT))
 def test_R_D3_new_input_after_ack_supersedes_the_resumed_run(intent: str):
     """R-D3, R-C4: after the matching RUN_STARTED new input is allowed and supersedes the
