@@ -660,18 +660,22 @@ def _resume(s: State, i: Resume, now: float) -> Transition:
             f"batch {s.claim.batch_id!r} is already claimed by a resume in flight; "
             "wait for it (is_resuming) instead of submitting again"
         )
-    if type(i.batch_id) is not str:
-        given = "the Batch itself" if isinstance(i.batch_id, Batch) else err.quote(i.batch_id)
-        raise err.UsageError(
-            f"resume() takes the pending batch's id (pending_interrupts.id, a string), not {given}"
-        )
-    if s.batch is None or s.batch.id != i.batch_id:
+    batch_id = i.batch_id
+    if type(batch_id) is not str:
+        if not isinstance(batch_id, str):
+            given = "the Batch itself" if isinstance(batch_id, Batch) else err.quote(batch_id)
+            raise err.UsageError(
+                "resume() takes the pending batch's id (pending_interrupts.id, a string), "
+                f"not {given}"
+            )
+        batch_id = str.__str__(batch_id)  # a str subclass as its text, as entries' ids are
+    if s.batch is None or s.batch.id != batch_id:
         now_pending = f"batch {s.batch.id!r} is pending" if s.batch else "no batch is pending"
         what_now = (
             "rebuild the form from pending_interrupts" if s.batch else "nothing awaits answers"
         )
         raise err.StaleBatchError(
-            f"batch {i.batch_id!r} is not the pending batch ({now_pending}); {what_now}"
+            f"batch {batch_id!r} is not the pending batch ({now_pending}); {what_now}"
         )
     entries, problems, cancelled = check_entries(s.batch, i.entries)
     policy = s.options.expiry

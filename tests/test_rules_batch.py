@@ -932,6 +932,23 @@ def test_R_B3_payload_violating_the_response_schema_is_sent_as_is() -> None:
     assert chat.error is None
 
 
+def test_R_B2_a_batch_id_given_as_a_str_subclass_is_read_as_its_text() -> None:
+    """R-B2, R-C2: the batch id kept in a ``str`` subclass (an application's own id type,
+    a StrEnum) claims the batch as its text does, as entries' interrupt ids already
+    did; before, it was refused with a message quoting the very id that was pending."""
+
+    class BatchId(str):
+        pass
+
+    driver, chat, batch = paused_chat(pause(q("purchase")), succeed())
+    chat.resume(BatchId(batch.id), answer_all(batch))
+    assert flags(chat) == (True, True)
+    driver.run_until_idle()
+    assert chat.error is None and chat.pending_interrupts is None
+    (sent,) = resume_requests(driver)
+    assert [e["interruptId"] for e in sent.resume] == ["purchase"]
+
+
 def test_R_B4_answers_are_copied_at_claim_time_including_for_retries() -> None:
     """R-B4, R-F2: mutating the application's objects after resume changes nothing
     that is sent, on the first attempt or on a retry."""
