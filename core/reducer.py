@@ -482,13 +482,20 @@ def _watch_claim_expiry(tx: _Tx, now: float) -> None:
     under ``cancel_expired`` the claim may have cancelled that interrupt, and then the
     next one its answers resolve needs a timer of its own, or no one would know until
     the retry's timer."""
-    s = tx.s
-    if s.claim is None or s.batch is None or s.expiry_timer is not None:
+    claim, batch = tx.s.claim, tx.s.batch
+    if claim is None or batch is None:
         return
-    excused = _excused(_cancelled(s.claim.entries), s.claim.expiry)
+    if tx.s.expiry_timer is not None:
+        earliest = batch.earliest_expiry
+        if earliest is not None and now < earliest:
+            return  # the batch's own timer: it fires first, and then watches this claim
+        # A timer an earlier claim of this batch set for its own answers may be due after
+        # an expiry that blocks this one: set it for this claim's.
+        _cancel_expiry_timer(tx)
+    excused = _excused(_cancelled(claim.entries), claim.expiry)
     later = [
         i.expires_at_epoch
-        for i in s.batch.interrupts
+        for i in batch.interrupts
         if i.expires_at_epoch is not None and now < i.expires_at_epoch and i.id not in excused
     ]
     if later:

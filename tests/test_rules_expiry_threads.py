@@ -487,6 +487,35 @@ def test_R_F3_R_G2_a_claim_in_back_off_is_watched_past_an_expiry_it_cancels():
     assert len(driver.requests) == 2  # the retry never went out
 
 
+def test_R_F3_R_G2_a_claim_in_back_off_is_not_watched_by_an_earlier_claims_timer():
+    """R-G2's cancel_expired policy, R-G3, R-F4: a first claim cancels 'a' and 'b' and
+    resolves 'c' (80 s); refused, it waits with a timer for 'c'. It is stopped, and the
+    same batch is submitted again resolving 'b' (50 s). Refused too, this claim must be
+    released when 'b' expires, not at the first claim's timer for 'c' (it stayed
+    loading and resuming until 80 s, its answers unsendable)."""
+    driver, chat, batch = paused_chat(
+        ask("a", at(5)),
+        ask("b", at(50)),
+        ask("c", at(80)),
+        replies=[refuse(503), refuse(503), succeed()],
+        options=CANCELLING_SLOW_RETRY,
+    )
+    driver.advance(6)  # 'a' has expired
+    chat.resume(batch.id, entries(batch, cancel=["a", "b"]))
+    assert driver.step()  # refused: the claim waits, watched until 'c' expires
+    chat.stop()  # R-F4: the claim is released and the batch can be submitted again
+    chat.resume(batch.id, entries(batch, cancel=["a"]))
+    assert driver.step()  # refused: the retry is due at 106 s
+    assert chat.is_resuming and len(driver.requests) == 3
+    assert (T0 + 50, "expiry") in driver.pending_timers()
+    driver.advance(44)  # 50 s: 'b' expires
+    assert (chat.is_loading, chat.is_resuming) == (False, False)
+    assert chat.pending_interrupts is batch
+    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("b",)
+    driver.run_until_idle()
+    assert len(driver.requests) == 3  # the retry never went out
+
+
 # -- R-H1 -------------------------------------------------------------------------------
 
 
