@@ -1300,6 +1300,14 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
             _expire_claim(tx, expired, tried=True)
         else:
             _watch_claim_expiry(tx, now)  # the next expiry that would block it
+    elif s.claim is None and s.batch is not None and s.options.expiry == "cancel_expired":
+        # What may be submitted changes at each expiry (every expired interrupt must be
+        # cancelled): observers learn of each one, not only the first (R-G3).
+        later = [t for i in s.batch.interrupts if (t := i.expires_at_epoch) is not None and now < t]
+        if later:
+            timer = tx.serial()
+            tx.set(expiry_timer=timer)
+            tx.emit(StartTimer(timer, min(later), "expiry"))
     return tx.done()
 
 

@@ -301,6 +301,38 @@ def test_R_G3_a_timer_for_the_earliest_expiry_tells_observers_the_moment_it_expi
     assert len(driver.requests) == 1
 
 
+def test_R_G3_under_cancel_expired_observers_are_told_of_each_expiry():
+    """R-G3, R-G2: under ``cancel_expired`` what may be submitted changes at every expiry
+    (each expired interrupt must be cancelled), so each one notifies observers, not only
+    the first; the default policy keeps the one timer (the batch is expired for good)."""
+    driver, chat, batch = paused_chat(
+        ask("a", at(10)),
+        ask("b", at(20)),
+        ask("c"),
+        replies=[succeed()],
+        options=Options(expiry="cancel_expired"),
+    )
+    seen = count_notifications(chat)
+    driver.advance(10)
+    assert len(seen) == 1 and batch.expired_ids(T0 + 10) == ("a",)
+    assert driver.pending_timers() == [(T0 + 20, "expiry")]
+    driver.advance(10)
+    assert len(seen) == 2 and driver.pending_timers() == []
+    assert_paused(chat, batch)
+    # What the second notification tells: "b" must now be cancelled too.
+    err = rejected(
+        chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch, cancel=["a"]))
+    )
+    assert err.interrupt_ids == ("b",)
+    chat.resume(batch.id, entries(batch, cancel=["a", "b"]))
+    driver.run_until_idle()
+    assert chat.error is None and chat.pending_interrupts is None
+
+    driver, chat, batch = paused_chat(ask("a", at(10)), ask("b", at(20)), replies=[succeed()])
+    driver.advance(10)
+    assert driver.pending_timers() == []
+
+
 def test_R_G3_the_expiry_timer_is_cancelled_by_the_matching_run_started():
     """R-G3, R-C3: the timer lives while the claim waits, and goes at the resume's
     matching RUN_STARTED; passing the old expiry later changes nothing."""
