@@ -850,9 +850,14 @@ def _bad_frame(s: State, attempt_id: int, exc: WireError, now: float) -> Transit
 
 
 def _late_violation(tx: _Tx, attempt: int, what: str) -> None:
+    _close_lingering(tx, attempt)
+    _late_failure(tx, err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}"))
+
+
+def _close_lingering(tx: _Tx, attempt: int) -> None:
+    """A finished run's stream has said its last: nothing after it is read."""
     tx.emit(AbortAttempt(attempt))
     tx.set(lingering=tx.s.lingering - {attempt})
-    _late_failure(tx, err.ProtocolError(f"the endpoint sent more after RUN_FINISHED: {what}"))
 
 
 def _late_failure(tx: _Tx, error: err.InterludeError) -> None:
@@ -883,7 +888,10 @@ def _on_event(s: State, attempt_id: int, event: Any, now: float) -> Transition:
     if attempt is None:
         tx = _Tx(s)
         if isinstance(event, ev.RunError):
-            # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch.
+            # R-J3: a late RUN_ERROR is surfaced; it does not withdraw a batch. It ends
+            # the stream too (AG-UI 1.0: only a new run may follow it, which R-J3 refuses),
+            # so nothing after it can replace the RunError it recorded.
+            _close_lingering(tx, attempt_id)
             _late_failure(tx, err.RunError(event.message, event.code))
         else:
             _late_violation(tx, attempt_id, f"a {event.TYPE} event")

@@ -2548,8 +2548,8 @@ def test_R_J3_a_late_run_error_while_a_resume_is_sent_leaves_the_resume_alone() 
     s = chat.core_state
     assert s.claim is not None and first.attempt in s.lingering
     t = step(s, FrameReceived(first.attempt, json.dumps(run_error("late"))), FAKE_EPOCH)
-    assert t.commands == ()
-    assert t.state.error == RunError("late")
+    assert t.commands == (AbortAttempt(first.attempt),)  # its stream has said its last
+    assert t.state.error == RunError("late") and first.attempt not in t.state.lingering
     assert (t.state.claim, t.state.resuming, t.state.run) == (s.claim, True, s.run)
     assert (t.state.batch, t.state.needs_new_thread) == (s.batch, False)
 
@@ -2572,9 +2572,25 @@ def test_R_J3_a_late_run_error_during_a_tool_follow_up_leaves_the_follow_up_alon
     assert s.run is not None and s.run.attempt is not None
     assert s.run.attempt.id == follow_up.attempt and first.attempt in s.lingering
     t = step(s, FrameReceived(first.attempt, json.dumps(run_error("late"))), FAKE_EPOCH)
-    assert t.commands == ()
-    assert t.state.error == RunError("late")
+    assert t.commands == (AbortAttempt(first.attempt),)  # its stream has said its last
+    assert t.state.error == RunError("late") and first.attempt not in t.state.lingering
     assert (t.state.run, t.state.needs_new_thread) == (s.run, False)
+
+
+def test_R_J3_a_late_run_error_ends_its_stream_so_nothing_replaces_it() -> None:
+    """R-J3: a late RUN_ERROR is surfaced, and it is the stream's last word (AG-UI 1.0:
+    only a new run may follow a RUN_ERROR, which R-J3 refuses). What the endpoint sends
+    after it is not read: it neither replaces the RunError with a ProtocolError nor
+    records a second RUN_ERROR."""
+    after = ev("TEXT_MESSAGE_START", messageId="late", role="assistant")
+    driver, chat = chat_with(interrupt_then(run_error("late", "LATE"), after, run_error("again")))
+    start(chat, driver)
+    feed(driver, 5)
+    batch = chat.pending_interrupts
+    assert batch is not None
+    feed(driver, 3)  # the late RUN_ERROR, and what would follow it
+    assert chat.error == RunError("late", "LATE")
+    assert chat.pending_interrupts is batch and chat.core_state.lingering == frozenset()
 
 
 LATE_EVENTS: dict[str, Callable[[], Any]] = {
