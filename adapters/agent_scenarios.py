@@ -210,7 +210,9 @@ class Fault:
     def oversize(
         cls, size: int = 17 * 1024 * 1024, after_events: int = 1, *, thread_id: str | None = None
     ) -> Fault:
-        """Insert one valid frame whose data is about ``size`` bytes, after N frames."""
+        """Insert one well-formed frame whose data is about ``size`` bytes, after N frames:
+        over the client's ``max_frame_bytes`` it is refused as too big; under it, it is
+        content for a message never started, so the run fails all the same."""
         return cls("oversize", thread_id, after_events=after_events, size=size)
 
 

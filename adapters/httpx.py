@@ -179,7 +179,7 @@ class HttpxTransport:
                     f"{self._where} encoded the stream as "
                     f"{response.headers.get('Content-Encoding')!r}; interlude reads an event "
                     "stream sent as is, or in one layer of gzip or deflate",
-                    retryable=False,
+                    retryable=True,  # R-F1: a protocol error before the acknowledgement
                 )
             content_type = response.headers.get("Content-Type", "")
             if content_type.partition(";")[0].strip().lower() != "text/event-stream":
@@ -191,7 +191,7 @@ class HttpxTransport:
                 raise ProtocolError(
                     f"{self._where} answered HTTP {response.status_code} with {what}, "
                     f"not text/event-stream{kept}",
-                    retryable=False,
+                    retryable=True,  # R-F1: a protocol error before the acknowledgement
                     body=said or None,
                 )
             parser = SSEParser(max_frame_bytes=self._max_frame_bytes)
@@ -302,7 +302,7 @@ class HttpxTransport:
         except CorruptBody as exc:
             raise TransportError(
                 f"the response body from {self._where} could not be decoded: {exc}",
-                retryable=False,
+                retryable=True,  # R-F1: a transport failure (retried before the ack only)
             ) from None
 
     async def _next_chunk(self, chunks: AsyncIterator[bytes]) -> bytes | None:

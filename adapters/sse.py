@@ -273,5 +273,6 @@ class SSEParser:
     def _too_big(self) -> ProtocolError:
         return ProtocolError(
             f"an SSE frame or line exceeds the limit of {self.max_frame_bytes} bytes "
-            "(max_frame_bytes)"
+            "(max_frame_bytes)",
+            retryable=True,  # R-F1: a protocol error; retried only before the acknowledgement
         )

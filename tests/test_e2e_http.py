@@ -855,6 +855,31 @@ def test_a_double_clicked_resume_sends_one_request() -> None:
 
 
 @pytest.mark.parametrize(
+    "fault",
+    [
+        lambda: Fault.wrong_content_type("application/json"),
+        lambda: Fault.oversize(size=200_000, after_events=0),
+    ],
+    ids=["wrong_content_type", "oversize_before_run_started"],
+)
+def test_R_F1_a_protocol_error_before_the_acknowledgement_is_retried(
+    fault: Callable[[], Fault],
+) -> None:
+    """R-F1: a 2xx that is no event stream, or a first frame over max_frame_bytes, is a
+    protocol error before the acknowledgement: retried, and the retry's answer counts."""
+
+    async def body(rig: Rig) -> None:
+        chat = rig.driver.chat(FAST, thread_id="t-retried")
+        rig.agent.faults.append(fault())
+        chat.send("hello")
+        await idle(chat)
+        assert chat.error is None and last_text(chat) == "You said: hello"
+        assert len(rig.agent.requests) == 2
+
+    e2e(body, max_frame_bytes=64 * 1024)
+
+
+@pytest.mark.parametrize(
     ("case", "expected"),
     [
         ("malformed_json", ProtocolError),
@@ -879,7 +904,9 @@ def test_bad_input_from_the_server_is_a_clear_error_and_keeps_the_checkpoint(
         if case == "malformed_json":
             rig.agent.faults.append(Fault.malformed_json(after_events=3))
         elif case == "wrong_content_type":
-            rig.agent.faults.append(Fault.wrong_content_type("text/html; charset=utf-8"))
+            # Before the acknowledgement: retried (R-F1), so every attempt gets it.
+            for _ in range(3):
+                rig.agent.faults.append(Fault.wrong_content_type("text/html; charset=utf-8"))
         elif case == "oversize":
             rig.agent.faults.append(Fault.oversize(size=200_000, after_events=3))
         else:
@@ -891,7 +918,8 @@ def test_bad_input_from_the_server_is_a_clear_error_and_keeps_the_checkpoint(
         error = chat.error
         assert isinstance(error, expected), error
         assert error.message
-        assert len(rig.agent.requests) == 2  # not retried
+        # Not retried after the acknowledgement; before it, until the budget is spent.
+        assert len(rig.agent.requests) == (4 if case == "wrong_content_type" else 2)
         # The committed history and state are intact; nothing of the broken run is kept.
         assert list(chat.messages)[: len(committed.messages)] == committed.messages
         # Only the user's own message of the failed turn follows the checkpoint.

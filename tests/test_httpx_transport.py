@@ -452,7 +452,7 @@ def test_a_2xx_that_is_not_an_event_stream_quotes_what_it_said() -> None:
         assert caught.value == ProtocolError(
             f"{url} answered HTTP 200 with content type 'application/json', not "
             "text/event-stream; its body is in the error's .body",
-            retryable=False,
+            retryable=True,
             body=(said + b" " * 1000 + b"x" * 1000).decode()[:ERROR_BODY_LIMIT],
         )
 
@@ -633,7 +633,7 @@ def test_a_2xx_that_is_not_an_event_stream_is_a_protocol_error() -> None:
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
             with pytest.raises(ProtocolError, match="'application/json'") as caught:
                 await collect(transport)
-        assert not caught.value.retryable
+        assert caught.value.retryable  # R-F1: a protocol error before the acknowledgement
 
     trio.run(main)
 
@@ -645,7 +645,7 @@ REFUSED_BODIES = {
         coding: (coding.encode(), b"\x1f\x8b not read", ProtocolError, "in one layer of gzip")
         for coding in ["gzip, gzip", "br", "gzip, deflate", "zstd"]
     },
-    # A body that is not valid in its one coding: the same request would fail the same way.
+    # A body that is not valid in its one coding: a transport failure.
     "corrupt gzip": (
         b"gzip",
         gzip.compress(FRAME)[:-8] + b"garbage!" + b"more garbage",
@@ -656,7 +656,9 @@ REFUSED_BODIES = {
 
 
 @pytest.mark.parametrize("case", REFUSED_BODIES)
-def test_bodies_in_codings_the_transport_cannot_read_are_refused_for_good(case: str) -> None:
+def test_bodies_in_codings_the_transport_cannot_read_are_refused_unread(case: str) -> None:
+    """Refused, and retryable as R-F1 makes every transport failure and protocol error
+    before the acknowledgement (a server's answer may differ next time)."""
     coding, data, error, says = REFUSED_BODIES[case]
 
     async def handler(request: Request, send: Send) -> None:
@@ -666,7 +668,7 @@ def test_bodies_in_codings_the_transport_cannot_read_are_refused_for_good(case: 
         async with hypercorn_server(handler) as url, HttpxTransport(url) as transport:
             with pytest.raises(error, match=says) as caught:
                 await collect(transport)
-        assert not caught.value.retryable
+        assert caught.value.retryable
 
     trio.run(main)
 
@@ -786,10 +788,10 @@ def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
                         async for data in frames:
                             got.append(data)
         assert got == [FRAME_DATA]
-        # Not retryable: the same request would get the same frame.
+        # Retryable (R-F1): before the acknowledgement the run is tried again.
         assert caught.value == ProtocolError(
             "an SSE frame or line exceeds the limit of 1000 bytes (max_frame_bytes)",
-            retryable=False,
+            retryable=True,
         )
 
     trio.run(main)
