@@ -453,6 +453,15 @@ def test_activities_stay_out_of_the_request() -> None:
             [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "function": {}}]}],
             r"toolCalls\[0\]: missing required field 'type'",
         ),
+        # A call that is not an object is malformed: never dropped as of an unknown type.
+        (
+            [{"role": "assistant", "id": "a", "toolCalls": [5]}],
+            r"toolCalls\[0\]: expected a tool call \(an object\)",
+        ),
+        (
+            [{"role": "assistant", "id": "a", "toolCalls": [None]}],
+            r"toolCalls\[0\]: expected a tool call \(an object\), got null",
+        ),
         ([{"role": "activity", "id": "a", "activityType": "p", "content": []}], "content"),
     ],
 )
