@@ -1229,6 +1229,17 @@ def test_token_usage_is_read_as_the_closed_object_ag_ui_defines() -> None:
     event, left = read_frame(json.dumps({"type": "RUN_ERROR", "message": "m", "usage": [entry]}))
     assert thaw(event.usage) == [{"provider": "openai", "model": "m", "inputTokens": 7}]  # type: ignore[union-attr]
     assert left == (LeftOut(("usage", 0), "member 'costUsd'"),)
+    # A count may be 0; null stands for absent, for the list and for a member.
+    entry = {"inputTokens": 0, "outputTokens": 0, "totalTokens": None, "model": None}
+    event, left = read_frame(json.dumps({**finished, "usage": [entry]}))
+    assert thaw(event.usage) == [{"inputTokens": 0, "outputTokens": 0}]  # type: ignore[union-attr]
+    assert left == ()
+    event, _ = read_frame(json.dumps({**finished, "usage": None}))
+    assert event.usage is None  # type: ignore[union-attr]
+    # An entry that is not an object is malformed, not a crash.
+    for bad in (5, None, ["inputTokens"]):
+        with pytest.raises(WireError, match=r"at usage\[0\]: expected a token usage entry"):
+            read_frame(json.dumps({**finished, "usage": [bad]}))
 
 
 def test_a_subagent_outcome_is_read_as_ag_ui_defines_it() -> None:
