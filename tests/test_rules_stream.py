@@ -1264,6 +1264,30 @@ def test_R_J2_messages_snapshot_restating_a_number_as_a_boolean_replaces_the_mes
     assert restated.content["done"] is True
 
 
+def test_R_J2_messages_snapshot_restating_a_number_in_an_array_replaces_the_message() -> None:
+    """R-J2: "the same" looks inside arrays too: ``[1]`` restated as ``[true]`` is a
+    change, and the history holds the snapshot's copy."""
+
+    def plan(done: Any) -> dict[str, Any]:
+        restated = {
+            "id": "p1",
+            "role": "activity",
+            "activityType": "plan",
+            "content": {"steps": [{"done": done}, done]},
+        }
+        return ev("MESSAGES_SNAPSHOT", messages=[restated])
+
+    driver, chat = chat_with(succeed(plan(1)), succeed(plan(True)), messages=())
+    start(chat, driver)
+    driver.run_until_idle()
+    start(chat, driver, "Again", "u2")
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    restated = next(m for m in chat.messages if m.id == "p1")
+    assert thaw(restated.content) == {"steps": [{"done": True}, True]}
+    assert restated.content["steps"][0]["done"] is True and restated.content["steps"][1] is True
+
+
 def test_R_J2_messages_snapshot_restates_open_streams() -> None:
     """R-J2: a text message and a tool call still streaming are restated by a
     MESSAGES_SNAPSHOT: the snapshot's version is what shows and what the run's end
