@@ -3747,6 +3747,21 @@ def test_R_J2_an_echo_of_a_failed_local_tools_result_is_a_repeat_as_a_successful
         )
 
 
+def test_R_J2_a_tool_result_repeated_after_an_encrypted_value_is_still_a_repeat() -> None:
+    """R-J1, R-J2: the encrypted value stored since with a result is what the
+    TOOL_CALL_RESULT event cannot carry, so it is no difference: the same result sent
+    again is dropped with a warning, and the stored value stays."""
+    result = ev("TOOL_CALL_RESULT", messageId="r1", toolCallId="tc1", content="done")
+    chat = settled(
+        *tool_call("tc1", "remote", {}), result, encrypted("message", "r1", "E1"), result
+    )
+    assert chat.warnings == (
+        "TOOL_CALL_RESULT 'r1' repeats a result the history holds; it was dropped",
+    )
+    (held,) = [m for m in chat.messages if m.id == "r1"]
+    assert isinstance(held, ToolMessage) and held.encrypted_value == "E1"
+
+
 def test_R_J2_a_tool_result_differing_only_as_true_from_1_is_not_a_repeat() -> None:
     """A repeat is the same JSON: a result whose metadata says ``true`` where the held
     one says ``1`` is another result, and fails the run as any id clash does. Python's
