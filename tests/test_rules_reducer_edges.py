@@ -308,6 +308,50 @@ def test_ids_a_messages_snapshot_brought_are_not_generated_again() -> None:
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
 
 
+@pytest.mark.parametrize("tail", ["abc", "", "\u00b2", "\u0661\u0662", "9" * 5000])
+def test_R_H1_an_id_under_the_prefix_without_a_plain_number_is_taken_as_it_is(tail: str) -> None:
+    """Ids restored, given or brought by a MESSAGES_SNAPSHOT may be spelt under the id
+    prefix without a plain number of at most 18 ASCII digits (a superscript two is a
+    digit Python cannot read as a number; 5000 digits are past what it reads): they
+    are taken as they are, and ids are generated as before."""
+    driver = FakeDriver(
+        ScriptedAgent(succeed()).then(
+            succeed(
+                {
+                    "type": "MESSAGES_SNAPSHOT",
+                    "messages": [{"id": f"interlude-msg-{tail}x", "role": "user", "content": "o"}],
+                }
+            )
+        )
+    )
+    mine = UserMessage(id=f"interlude-msg-{tail}", content="a")
+    chat = driver.chat(messages=[mine], thread_id=f"interlude-thread-{tail}")
+    chat.send("b")
+    driver.run_until_idle()
+    chat.send("c")
+    driver.run_until_idle()
+    assert chat.error is None
+    ids = [m.id for m in chat.messages]
+    assert f"interlude-msg-{tail}x" in ids and len(ids) == len(set(ids))
+    chat.set_thread_id(None)
+    prefix, _, n = chat.thread_id.rpartition("-")
+    assert prefix == "interlude-thread" and int(n) < 10
+
+
+def test_R_H1_an_id_of_18_digits_under_the_prefix_is_never_generated_again() -> None:
+    """The largest number a history's ids or the thread id carry under the prefix is
+    counted past, up to 18 digits."""
+    big = 10**17 + 5  # 18 digits
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    mine = UserMessage(id=f"interlude-msg-{big}", content="a")
+    chat = driver.chat(messages=[mine])
+    chat.send("b")
+    assert chat.messages[-1].id == f"interlude-msg-{big + 1}"
+    chat = driver.chat(thread_id=f"interlude-thread-{big}")
+    chat.set_thread_id(None)
+    assert chat.thread_id == f"interlude-thread-{big + 1}"
+
+
 def test_an_expired_claim_is_released_when_its_attempt_fails_not_after_the_back_off() -> None:
     """R-F3: the batch expired while the resume was in flight; the attempt then fails
     retryably (503, Retry-After 300). The retry would be refused, so the claim is
