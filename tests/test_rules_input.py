@@ -52,6 +52,7 @@ from interlude.core.errors import (
     RunError,
     StateLockedError,
     TransportError,
+    UsageError,
 )
 from interlude.core.json import FrozenDict, NotJSONError, thaw
 from interlude.core.options import Options, RetryPolicy
@@ -971,6 +972,49 @@ def test_R_E4_failure_stop_or_expiry_keeps_C_until_the_next_thread(ending: str):
     driver.run_until_idle()
     assert inputs_sent(driver).count("input-C") == 1
     assert "input-B" not in inputs_sent(driver)
+
+
+def test_R_E4_R_H3_an_input_whose_completion_succeeded_is_not_sent_on_a_new_thread():
+    """R-H3: changing threads sends nothing; only an input whose completion did not
+    succeed goes again on the next thread (R-E4). One answered stays answered."""
+    driver = RecordingDriver(ScriptedAgent(answer_completion))
+    comp = driver.completion()
+    comp.set_input("input-A")
+    driver.run_until_idle()
+    assert comp.output == "answer to input-A"
+    comp.set_thread_id("thread-2")
+    assert not comp.is_loading
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A"]
+
+
+def test_R_E4_an_input_whose_completion_failed_is_sent_once_unchanged_on_the_next_thread():
+    """R-E4: after a failure the current input (here the one that failed, unchanged
+    since) is sent once on the next thread, without resume; then it is answered."""
+    agent = ScriptedAgent(answer_completion).then(lambda req: reply(run_error("down")))
+    driver = RecordingDriver(agent)
+    comp = driver.completion()
+    comp.set_input("input-A")
+    driver.run_until_idle()
+    assert isinstance(comp.error, RunError)
+    comp.set_thread_id("thread-2")
+    assert comp.is_loading
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A"]
+    assert (driver.requests[1].thread_id, driver.requests[1].resume) == ("thread-2", None)
+    assert (comp.output, comp.error) == ("answer to input-A", None)
+    comp.set_thread_id("thread-3")
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+
+
+def test_set_input_is_refused_on_a_chat():
+    """A chat takes new input with send(); set_input is a completion's (UsageError)."""
+    driver = RecordingDriver(ScriptedAgent(succeed()))
+    chat = driver.chat()
+    error = rejected(chat, UsageError, lambda: chat.set_input("hello"))
+    assert "a chat uses send()" in str(error)
+    assert driver.requests == []
 
 
 def test_R_E5_new_input_supersedes_a_run_in_progress_at_once():
