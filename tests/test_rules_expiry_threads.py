@@ -782,6 +782,19 @@ def test_R_H1_a_generated_thread_id_is_never_the_one_given():
         assert chat.thread_id not in (given, generated, "p-thread-9")
 
 
+def test_R_H1_a_thread_id_set_before_the_first_run_is_the_one_used():
+    """R-H1: a resource created without a thread id has none until its first run; one
+    set before that run is configured, and the run uses it (none is generated)."""
+    driver = RecordingDriver(ScriptedAgent(succeed()))
+    chat = driver.chat()
+    assert chat.thread_id is None
+    chat.set_thread_id("mine")
+    assert chat.thread_id == "mine"
+    chat.send("hello")
+    driver.run_until_idle()
+    assert driver.requests[-1].thread_id == "mine"
+
+
 # -- R-H2 -------------------------------------------------------------------------------
 
 
