@@ -63,6 +63,17 @@ def test_it_reads_like_a_frozen_dict() -> None:
     assert copy.copy(m) is m and copy.deepcopy(m) is m
 
 
+def test_a_member_set_again_then_removed_leaves_the_others_in_order() -> None:
+    """Setting a present key keeps its place in the order, and removing it afterwards
+    removes that key alone (whatever value it was set to)."""
+    for size in (3, 40):
+        keys = [f"k{i}" for i in range(size)]
+        m = PMap.from_mapping({k: n + 1 for n, k in enumerate(keys)}).set("k0", -1)
+        assert list(m) == keys and m["k0"] == -1
+        gone = m.without("k0")
+        assert list(gone.items()) == [(k, n + 1) for n, k in enumerate(keys) if n]
+
+
 def test_str_subclass_keys_find_their_text_and_it_reverses() -> None:
     """As in the FrozenDict a PMap replaces: a StrEnum member finds its value's key."""
     import enum
