@@ -1008,6 +1008,49 @@ def test_R_E4_an_input_whose_completion_failed_is_sent_once_unchanged_on_the_nex
     assert len(driver.requests) == 2
 
 
+ONE_ROUND = Options(max_tool_rounds=1)
+
+
+def one_tool_round(req: Request) -> Reply:
+    return reply(started(req), *tool_call(f"c-{req.run_id}", "calc", {}), finished(req))
+
+
+def test_R_E2_the_deferred_input_gets_its_own_tool_rounds():
+    """R-E2, R-D5: C starts a new interaction, with the whole max_tool_rounds budget,
+    whatever the resumed interaction used."""
+    ran: list[Any] = []
+    agent = ScriptedAgent(answer_completion).then(pause(ASK), succeed(), one_tool_round)
+    driver = RecordingDriver(agent)
+    comp = driver.completion(ONE_ROUND, local_tools={"calc": lambda a: ran.append(a) or 1})
+    comp.set_input("input-A")
+    driver.run_until_idle()
+    batch = comp.pending_interrupts
+    assert batch is not None
+    comp.set_input("input-C")
+    comp.resume(batch.id, approve(batch))
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A", "input-A", "input-C", "input-C"]
+    assert (len(ran), comp.error, comp.output) == (1, None, "answer to input-C")
+
+
+def test_R_E4_the_input_sent_on_the_next_thread_gets_its_own_tool_rounds():
+    """R-E4, R-D5: the input sent again on the next thread starts a new interaction,
+    with the whole max_tool_rounds budget."""
+    ran: list[Any] = []
+    agent = ScriptedAgent(answer_completion).then(
+        lambda req: reply(run_error("down")), one_tool_round
+    )
+    driver = RecordingDriver(agent)
+    comp = driver.completion(ONE_ROUND, local_tools={"calc": lambda a: ran.append(a) or 1})
+    comp.set_input("input-A")
+    driver.run_until_idle()
+    assert isinstance(comp.error, RunError)
+    comp.set_thread_id("thread-2")
+    driver.run_until_idle()
+    assert inputs_sent(driver) == ["input-A"] * 3
+    assert (len(ran), comp.error, comp.output) == (1, None, "answer to input-A")
+
+
 def test_set_input_is_refused_on_a_chat():
     """A chat takes new input with send(); set_input is a completion's (UsageError)."""
     driver = RecordingDriver(ScriptedAgent(succeed()))
