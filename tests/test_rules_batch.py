@@ -263,7 +263,10 @@ def test_R_A2_batch_ids_are_unique_and_never_reused() -> None:
     stale = assert_rejected(
         driver, chat, StaleBatchError, lambda: chat.resume(ids[0], answer_all(batches[3]))
     )
-    assert str(stale).endswith("; rebuild the form from pending_interrupts")
+    assert str(stale) == (
+        f"batch {ids[0]!r} is not the pending batch (batch {batches[3].id!r} is pending); "
+        "rebuild the form from pending_interrupts"
+    )
 
 
 def test_R_A3_every_field_kept_empty_strings_kept_absent_stays_none() -> None:
