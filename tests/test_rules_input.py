@@ -768,6 +768,24 @@ def test_R_E1_R_E2_A_B_C_resume_answers_A_then_only_C_runs(phase: str):
     assert (comp.is_loading, comp.is_resuming, comp.error) == (False, False, None)
 
 
+def test_R_E1_an_equal_input_built_anew_is_no_change():
+    """R-E1: inputs compare as JSON values: an equal string or object built anew (not
+    the very Python object given before) is the same input, and nothing runs."""
+    driver = RecordingDriver(ScriptedAgent(answer_completion))
+    comp = driver.completion()
+    for make in (lambda: "-".join(["input", "A"]), lambda: {"q": "-".join(["input", "A"])}):
+        comp.set_input(make())
+        driver.run_until_idle()
+        sent = len(driver.requests)
+        again = make()
+        assert again is not comp.input
+        comp.set_input(again)
+        assert not comp.is_loading
+        driver.run_until_idle()
+        assert len(driver.requests) == sent
+    assert len(driver.requests) == 2
+
+
 def test_R_E2_input_back_to_the_answered_one_starts_nothing():
     """R-E2: A to B (while paused) to A (while claimed): the interaction answers A and,
     once it succeeds, nothing new starts."""
