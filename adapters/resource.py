@@ -89,9 +89,11 @@ class Resource:
         """
         self._driver = driver
         self._state = initial_state(options, thread_id=thread_id, messages=messages, state=state)
-        # A tuple, replaced on (un)subscribe: a delivery round iterates a fixed set,
-        # without copying it for every change.
-        self._observers: tuple[Callable[[Any], None], ...] = ()
+        # Each subscription by a token of its own, so that (un)subscribing costs O(1)
+        # however many there are; a delivery round iterates a tuple of them, built
+        # once after a change rather than for every notification.
+        self._live: dict[object, Callable[[Any], None]] = {}
+        self._observers: tuple[tuple[object, Callable[[Any], None]], ...] | None = ()
         self._pending_notifications = 0
         self._notifying = False
 
@@ -292,13 +294,13 @@ class Resource:
             raise UsageError(
                 f"subscribe() takes a callable, observer(resource), not {type(observer).__name__}"
             )
-        self._observers = (*self._observers, observer)
+        token = object()
+        self._live[token] = observer
+        self._observers = None
 
         def unsubscribe() -> None:
-            if observer in self._observers:
-                remaining = list(self._observers)
-                remaining.remove(observer)
-                self._observers = tuple(remaining)
+            if self._live.pop(token, None) is not None:
+                self._observers = None
 
         return unsubscribe
 
@@ -329,8 +331,10 @@ class Resource:
             while self._pending_notifications:
                 self._pending_notifications -= 1
                 observers = self._observers
-                for observer in observers:
-                    if self._observers is not observers and observer not in self._observers:
+                if observers is None:
+                    observers = self._observers = tuple(self._live.items())
+                for token, observer in observers:
+                    if self._observers is not observers and token not in self._live:
                         continue  # unsubscribed by an earlier observer of this round
                     try:
                         observer(self)

@@ -89,6 +89,57 @@ def test_R_I2_an_observer_unsubscribed_inside_a_notification_is_not_called_again
     assert chat.error is None and chat.messages[-1].content == "Hello."
 
 
+def test_each_unsubscribe_ends_its_own_subscription_once() -> None:
+    """An observer subscribed twice is called twice; each unsubscribe() ends one of the
+    two, and calling it again ends nothing more (the other stays)."""
+    driver = FakeDriver(ScriptedAgent(lambda r: reply(started(r), finished(r))))
+    chat = driver.chat()
+    calls: list[int] = []
+
+    def observer(resource: Any) -> None:
+        calls.append(1)
+
+    first = chat.subscribe(observer)
+    chat.subscribe(observer)
+    chat.set_state({"n": 1})
+    assert len(calls) == 2
+    first()
+    first()
+    chat.set_state({"n": 2})
+    assert len(calls) == 3
+
+
+class _Counted:
+    """An observer that counts how often it is compared with another."""
+
+    compared = 0
+
+    def __call__(self, resource: Any) -> None:
+        pass
+
+    def __eq__(self, other: object) -> bool:
+        _Counted.compared += 1
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+def test_R_I2_subscriptions_are_found_without_a_search_of_the_others() -> None:
+    """(Un)subscribing, and a round in which an observer unsubscribes another, cost the
+    same with thousands of observers as with one: nothing compares an observer with the
+    others (a search of them all for each would be quadratic in their number)."""
+    chat = FakeDriver(ScriptedAgent()).chat()
+    _Counted.compared = 0
+    ends = [chat.subscribe(_Counted()) for _ in range(200)]
+    chat.subscribe(lambda r: ends and ends.pop()())  # a round unsubscribes one mid-round
+    chat.subscribe(_Counted())
+    chat.set_state({"n": 1})
+    for end in ends:
+        end()
+    chat.set_state({"n": 2})
+    assert _Counted.compared == 0 and chat.error is None
+
+
 def test_R_D5_a_declared_local_tool_without_a_function_becomes_a_tool_message() -> None:
     def answer(req: Request) -> Any:
         if len(driver.requests) == 1:
