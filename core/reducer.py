@@ -1311,11 +1311,11 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
     elif s.claim is None and s.batch is not None and s.options.expiry == "cancel_expired":
         # What may be submitted changes at each expiry (every expired interrupt must be
         # cancelled): observers learn of each one, not only the first (R-G3).
-        later = [t for i in s.batch.interrupts if (t := i.expires_at_epoch) is not None and now < t]
-        if later:
+        later = s.batch.next_expiry(now)
+        if later is not None:
             timer = tx.serial()
             tx.set(expiry_timer=timer)
-            tx.emit(StartTimer(timer, min(later), "expiry"))
+            tx.emit(StartTimer(timer, later, "expiry"))
     return tx.done()
 
 

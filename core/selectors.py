@@ -171,7 +171,7 @@ def expired_interrupt_ids(s: State, now: float) -> tuple[str, ...]:
 
 def is_expired(s: State, now: float) -> bool:
     """The pending batch has an expired interrupt and cannot be resumed (R-G1)."""
-    return bool(expired_interrupt_ids(s, now))
+    return s.batch is not None and s.batch.is_expired(now)
 
 
 def input_value(s: State) -> JSON:

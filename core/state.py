@@ -6,6 +6,7 @@ Only facts are stored. Everything the application reads (``is_loading``,
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, NamedTuple, TypeVar
 
@@ -51,20 +52,39 @@ __all__ = [
 ]
 
 
+def _expiries(batch: Batch) -> tuple[float, ...]:
+    return tuple(sorted(t for i in batch.interrupts if (t := i.expires_at_epoch) is not None))
+
+
 @attrs.frozen
 class Batch:
     """A published batch of interrupts (R-A2). ``id`` is local and never sent."""
 
     id: str
     interrupts: tuple[Interrupt, ...]
+    expiries: tuple[float, ...] = attrs.field(
+        init=False, eq=False, repr=False, default=attrs.Factory(_expiries, takes_self=True)
+    )
+    """Every ``expires_at`` of the batch, in epoch seconds, soonest first: sorted once,
+    so that each expiry finds the next one without a scan of the batch (R-G3)."""
 
     @property
     def earliest_expiry(self) -> float | None:
-        times = [i.expires_at_epoch for i in self.interrupts if i.expires_at_epoch is not None]
-        return min(times) if times else None
+        return self.expiries[0] if self.expiries else None
+
+    def next_expiry(self, now: float) -> float | None:
+        """The soonest ``expires_at`` still ahead of ``now``, if any."""
+        n = bisect_right(self.expiries, now)
+        return self.expiries[n] if n < len(self.expiries) else None
+
+    def is_expired(self, now: float) -> bool:
+        """Whether an interrupt has expired at ``now`` (R-G1: ``now >= expires_at``)."""
+        return bool(self.expiries) and now >= self.expiries[0]
 
     def expired_ids(self, now: float) -> tuple[str, ...]:
         """Ids of the interrupts expired at ``now`` (R-G1: ``now >= expires_at``)."""
+        if not self.is_expired(now):
+            return ()
         return tuple(
             i.id
             for i in self.interrupts

@@ -44,6 +44,7 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.resource import Resource
 from interlude.core import inputs as i
+from interlude.core import selectors
 from interlude.core.commands import (
     AbortAttempt,
     CancelTimer,
@@ -327,6 +328,35 @@ def test_R_G3_under_cancel_expired_observers_are_told_of_each_expiry():
     chat.resume(batch.id, entries(batch, cancel=["a", "b"]))
     driver.run_until_idle()
     assert chat.error is None and chat.pending_interrupts is None
+
+
+class _Walked(tuple):  # type: ignore[type-arg]
+    """A batch's interrupts that count the walks through them."""
+
+    walks = 0
+
+    def __iter__(self) -> Any:
+        _Walked.walks += 1
+        return super().__iter__()
+
+
+def test_R_G3_each_expiry_finds_the_next_without_a_walk_of_the_batch():
+    """R-G3, R-G1: under ``cancel_expired`` every expiry schedules the next, and
+    observers read ``is_expired`` at each: both come from the expiry times sorted when
+    the batch was published, not from a walk of every interrupt per expiry (a batch of
+    N interrupts expiring one by one would cost O(N^2))."""
+    interrupts = [ask(f"q{n}", at(10 + n)) for n in range(20)]
+    _, chat, batch = paused_chat(*interrupts, options=Options(expiry="cancel_expired"))
+    s = attrs.evolve(chat.core_state, batch=Batch(batch.id, _Walked(batch.interrupts)))
+    _Walked.walks = 0
+    due, told = T0 + 10, 0
+    while s.expiry_timer is not None:
+        t = step(s, i.TimerFired(s.expiry_timer), due)
+        s, told = t.state, told + 1
+        assert selectors.is_expired(s, due)
+        due = next((c.due for c in t.commands if isinstance(c, StartTimer)), due)
+    assert told == 20 and _Walked.walks == 0
+    assert s.batch is not None and len(s.batch.expired_ids(due)) == 20
 
     driver, chat, batch = paused_chat(ask("a", at(10)), ask("b", at(20)), replies=[succeed()])
     driver.advance(10)
