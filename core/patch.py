@@ -221,6 +221,8 @@ def _array_with(
             return vec.set(i, value)
         if op == "add" and i == len(vec):
             return vec.append(value)
+        if op == "remove" and i == len(vec) - 1 and len(vec) > SHARE_FROM:
+            return vec.pop()  # a stack's pop: no copy of the whole array
     items = list(array)
     if op == "add":
         items.insert(i, value)

@@ -170,6 +170,23 @@ class PVec(Sequence[T]):
             self._count, self._shift, _assoc(self._shift, self._root, i, item), self._tail
         )
 
+    def pop(self) -> PVec[T]:
+        """A new vector without its last item: copies log32(n) nodes of <= 32 slots."""
+        count, shift, root, tail = self._count, self._shift, self._root, self._tail
+        if count <= 1:
+            if not count:
+                raise IndexError("pop from an empty PVec")
+            return _EMPTY
+        if len(tail) > 1:
+            return PVec._make(count - 1, shift, root, tail[:-1])
+        # The tail empties: the trie's last leaf becomes the tail, and a root left with
+        # one child gives way to it, as from_iterable would build the shorter vector.
+        last = self._leaf(count - 2)
+        root = _pop(shift, root, ((count - 1) >> _BITS) - 1)
+        while shift > _BITS and len(root) == 1:
+            root, shift = root[0], shift - _BITS
+        return PVec._make(count - 1, shift, root, last)
+
     def extend(self, items: Iterable[T]) -> PVec[T]:
         """A new vector with ``items`` appended, a leaf at a time (O(len(items)))."""
         new = list(items)
@@ -282,6 +299,13 @@ def _push(level: int, parent: _Node, leaf_index: int, leaf: _Node) -> _Node:
     else:
         child = _path(level - _BITS, leaf)
     return (*parent[:sub], child, *parent[sub + 1 :])
+
+
+def _pop(level: int, parent: _Node, leaf_index: int) -> _Node:
+    """``parent`` (at ``level``) without its last leaf, the ``leaf_index``-th."""
+    sub = (leaf_index >> (level - _BITS)) & _MASK
+    child = _pop(level - _BITS, parent[sub], leaf_index) if level > _BITS else ()
+    return (*parent[:sub], child) if child else parent[:sub]
 
 
 def _assoc(level: int, node: _Node, i: int, item: object) -> _Node:

@@ -484,6 +484,20 @@ def test_array_add_remove_share_elements() -> None:
     assert all(a is b for a, b in zip(removed["xs"], items[1:], strict=True))
 
 
+def test_removing_the_last_item_of_a_long_array_copies_no_more_than_a_path() -> None:
+    """An agent that keeps a stack in the state (add at /-, remove the last index) pays
+    per patch for a path of the array's trie, not a copy of the whole array."""
+    doc = fz({"xs": list(range(10_000))})
+    doc = apply_patch(doc, (fz({"op": "add", "path": "/xs/-", "value": -1}),))
+    xs = doc["xs"]  # type: ignore[index]
+    new: Any = apply_patch(doc, (fz({"op": "remove", "path": "/xs/10000"}),))
+    assert new["xs"] == tuple(range(10_000))
+    assert type(new["xs"]) is PVec and new["xs"]._root is xs._root
+    new = apply_patch(new, (fz({"op": "remove", "path": "/xs/9999"}),))
+    assert new["xs"] == tuple(range(9_999))
+    assert sum(a is not b for a, b in zip(new["xs"]._root, xs._root, strict=False)) <= 1
+
+
 def test_copy_and_move_share_the_value() -> None:
     doc = fz({"a": {"deep": [1, 2, {"x": 1}]}, "b": {}})
     copied: Any = apply_patch(doc, (fz({"op": "copy", "from": "/a", "path": "/b/c"}),))

@@ -35,7 +35,9 @@ def trie_nodes(v: PVec[Any]) -> list[tuple[Any, ...]]:
     st.integers(0, 40_000),
     st.lists(
         st.tuples(
-            st.sampled_from(["append", "set", "extend", "get"]), st.integers(), st.integers(0, 70)
+            st.sampled_from(["append", "set", "extend", "get", "pop"]),
+            st.integers(),
+            st.integers(0, 70),
         ),
         max_size=30,
     ),
@@ -54,8 +56,10 @@ def test_pvec_matches_list(start: int, steps: list[tuple[str, int, int]]) -> Non
             )
         elif not ref:
             with pytest.raises(IndexError):
-                v.set(a, b)
+                v.set(a, b) if kind == "set" else v.pop()
             continue
+        elif kind == "pop":
+            v, ref = v.pop(), ref[:-1]
         elif kind == "set":
             i = a % (2 * len(ref)) - len(ref)  # negative indices too
             ref = list(ref)
@@ -111,6 +115,21 @@ def test_set_copies_one_path() -> None:
     assert len(new) == 4  # one node per level: root, 2 inner, the leaf
     assert sum(len(n) for n in new) <= 4 * 32
     assert w._tail is v._tail
+
+
+def test_pop_gives_the_trie_from_iterable_would_and_copies_one_path() -> None:
+    """pop() of every size across the trie's level changes has the shape the shorter
+    vector built whole has (a later append, set or read walks it), and copies a path,
+    not the vector: a stack popped n times costs O(n log n), not O(n^2)."""
+    for n in (1, 2, 32, 33, 34, 65, 1056, 1057, 1058, 32800, 32801, 32802, 33825):
+        v: PVec[int] = PVec.from_iterable(range(n))
+        w, u = v.pop(), PVec.from_iterable(range(n - 1))
+        assert (w._count, w._shift, w._root, w._tail) == (u._count, u._shift, u._root, u._tail)
+        assert list(w.append(-1)) == [*range(n - 1), -1] and list(v) == list(range(n))
+        old = {id(node) for node in trie_nodes(v)}
+        assert sum(len(node) for node in trie_nodes(w) if id(node) not in old) <= 4 * 32
+    with pytest.raises(IndexError):
+        PVec.empty().pop()
 
 
 @settings(max_examples=100)
