@@ -171,16 +171,22 @@ def test_R_G2_expired_batch_stays_visible_and_the_way_on_is_a_new_thread():
     assert (chat.is_loading, chat.error) == (False, None)
 
 
-def test_R_G2_cancel_expired_policy_accepts_only_cancelling_every_expired_interrupt():
-    """R-G2, R-B1: with ``expiry="cancel_expired"`` a submission that cancels every expired
-    interrupt is accepted and sent; one that resolves an expired interrupt is rejected."""
-    driver, chat, batch = paused_chat(
-        ask("a", at(30)),
-        ask("b", at(60)),
+def cancel_expired_abc(a: float, b: float) -> tuple[Any, Resource, Batch]:
+    """A chat paused on a (expiring at ``a`` s), b (at ``b`` s) and c (never), under the
+    ``cancel_expired`` policy; the resume succeeds."""
+    return paused_chat(
+        ask("a", at(a)),
+        ask("b", at(b)),
         ask("c"),
         replies=[succeed()],
         options=Options(expiry="cancel_expired"),
     )
+
+
+def test_R_G2_cancel_expired_policy_accepts_only_cancelling_every_expired_interrupt():
+    """R-G2, R-B1: with ``expiry="cancel_expired"`` a submission that cancels every expired
+    interrupt is accepted and sent; one that resolves an expired interrupt is rejected."""
+    driver, chat, batch = cancel_expired_abc(30, 60)
     driver.advance(45)  # a expired, b not yet
     err = rejected(chat, BatchExpiredError, lambda: chat.resume(batch.id, entries(batch)))
     assert err.interrupt_ids == ("a",)
@@ -306,13 +312,7 @@ def test_R_G3_under_cancel_expired_observers_are_told_of_each_expiry():
     """R-G3, R-G2: under ``cancel_expired`` what may be submitted changes at every expiry
     (each expired interrupt must be cancelled), so each one notifies observers, not only
     the first; the default policy keeps the one timer (the batch is expired for good)."""
-    driver, chat, batch = paused_chat(
-        ask("a", at(10)),
-        ask("b", at(20)),
-        ask("c"),
-        replies=[succeed()],
-        options=Options(expiry="cancel_expired"),
-    )
+    driver, chat, batch = cancel_expired_abc(10, 20)
     seen = count_notifications(chat)
     driver.advance(10)
     assert len(seen) == 1 and batch.expired_ids(T0 + 10) == ("a",)
@@ -512,12 +512,18 @@ def test_R_F3_R_G2_a_claim_in_back_off_is_released_when_an_interrupt_it_resolves
     chat.resume(batch.id, entries(batch, cancel=["a"]))
     assert driver.step()  # the first attempt is refused: retry due at 106 s
     assert chat.is_resuming and len(driver.requests) == 2
-    driver.advance(44)  # 50 s: 'b' expires
+    released_when_b_expires(driver, chat, batch, sent=2)
+
+
+def released_when_b_expires(driver: Any, chat: Resource, batch: Batch, *, sent: int) -> None:
+    """At 50 s 'b' expires: the claim waiting out its back-off is released at once with
+    BatchExpiredError naming 'b', the batch stays, and the retry never goes out (R-F3)."""
+    driver.advance(44)
     assert (chat.is_loading, chat.is_resuming) == (False, False)
     assert chat.pending_interrupts is batch
     assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("b",)
     driver.run_until_idle()
-    assert len(driver.requests) == 2  # the retry never went out
+    assert len(driver.requests) == sent
 
 
 def test_R_F3_R_G2_a_claim_in_back_off_is_watched_past_an_expiry_it_cancels():
@@ -570,12 +576,7 @@ def test_R_F3_R_G2_a_claim_in_back_off_is_not_watched_by_an_earlier_claims_timer
     assert driver.step()  # refused: the retry is due at 106 s
     assert chat.is_resuming and len(driver.requests) == 3
     assert (T0 + 50, "expiry") in driver.pending_timers()
-    driver.advance(44)  # 50 s: 'b' expires
-    assert (chat.is_loading, chat.is_resuming) == (False, False)
-    assert chat.pending_interrupts is batch
-    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("b",)
-    driver.run_until_idle()
-    assert len(driver.requests) == 3  # the retry never went out
+    released_when_b_expires(driver, chat, batch, sent=3)
 
 
 # -- R-H1 -------------------------------------------------------------------------------
