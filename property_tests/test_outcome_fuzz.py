@@ -109,6 +109,24 @@ def answers_for(ids: list[str]) -> st.SearchStrategy[list[Any]]:
     )
 
 
+def well_formed(answers: list[Any], ids: list[str]) -> bool:
+    """One entry per interrupt, each resolved (payload optional) or cancelled (none),
+    with no other key: an answer set resume() must accept while nothing has expired."""
+    if not all(isinstance(a, dict) for a in answers):
+        return False
+    given = [a.get("interrupt_id") for a in answers]
+    if not all(type(g) is str for g in given) or sorted(given) != sorted(ids):
+        return False
+    for a in answers:
+        if set(a) - {"interrupt_id", "status", "payload"}:
+            return False
+        if a.get("status") == "cancelled" and "payload" in a:
+            return False
+        if a.get("status") not in ("resolved", "cancelled"):
+            return False
+    return True
+
+
 @settings(max_examples=400)
 @given(data=st.data(), with_call=st.booleans())
 def test_any_outcome_then_any_answers_end_cleanly(data: st.DataObject, with_call: bool) -> None:
@@ -141,12 +159,15 @@ def test_any_outcome_then_any_answers_end_cleanly(data: st.DataObject, with_call
         return
     assert batch.interrupts and len({it.id for it in batch.interrupts}) == len(batch.interrupts)
 
-    answers = data.draw(answers_for([it.id for it in batch.interrupts]), label="entries")
+    ids = [it.id for it in batch.interrupts]
+    answers = data.draw(answers_for(ids), label="entries")
     state = chat.core_state
     try:
         chat.resume(batch.id, answers)
-    except InterludeError:
+    except InterludeError as exc:
         assert chat.core_state is state  # rejected: nothing changed
+        # A right answer set is never refused (R-B1, R-B2), or this test could not fail.
+        assert not well_formed(answers, ids) or batch.expired_ids(driver.now()), exc
         return
     assert chat.is_resuming and chat.core_state.claim is not None
     driver.run_until_idle()
