@@ -131,9 +131,6 @@ def frozen_unchecked(members: Mapping[str, JSON]) -> FrozenDict:
     return fd
 
 
-_wrap = frozen_unchecked
-
-
 class NotJSONError(ValueError):
     """A value cannot be represented as JSON. ``path`` is a JSON Pointer to it."""
 
@@ -212,7 +209,7 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
                             raise _Fail(f"object key of type {type(key).__name__}, not str")
                         key = str.__str__(key)  # a StrEnum key: its text, as json.dumps
                     out[key] = _freeze(v, depth + 1, max_depth, active)
-                return _wrap(out)
+                return frozen_unchecked(out)
             items: list[JSON] = []
             for key, v in enumerate(value):  # noqa: B007 (``key`` names the failing item)
                 items.append(_freeze(v, depth + 1, max_depth, active))
@@ -243,7 +240,7 @@ def as_object(value: JSON) -> FrozenDict | None:
     if type(value) is FrozenDict:
         return value
     if type(value) is PMap:
-        return _wrap(dict(value.items()))
+        return frozen_unchecked(dict(value.items()))
     return None
 
 
@@ -251,7 +248,7 @@ def freeze_parsed(value: Any) -> JSON:
     """Freeze the output of ``json.loads`` (already checked JSON): no checks, one pass."""
     t = type(value)
     if t is dict:
-        return _wrap({k: freeze_parsed(v) for k, v in value.items()})
+        return frozen_unchecked({k: freeze_parsed(v) for k, v in value.items()})
     if t is list:
         return tuple([freeze_parsed(item) for item in value])
     return value  # type: ignore[no-any-return]
