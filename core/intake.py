@@ -113,12 +113,8 @@ def serial_past(history: Iterable[Message], prefix: str, serial: int) -> int:
     Generated ids are ``{prefix}-{kind}-{n}`` from a counter in the state: a history
     restored from an earlier runtime must not have its ids handed out again.
     """
-    head = prefix + "-"
     for m in history:
-        if m.id.startswith(head):
-            tail = m.id.rpartition("-")[2]
-            if tail.isdigit() and tail.isascii() and len(tail) <= 18:
-                serial = max(serial, int(tail))
+        serial = serial_past_id(m.id, prefix, serial)
     return serial
 
 
