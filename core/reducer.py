@@ -432,7 +432,11 @@ def _publish(tx: _Tx, interrupts: tuple[Any, ...]) -> None:
     batch = Batch(id=tx.new_id("batch"), interrupts=interrupts)
     tx.set(batch=batch, resuming=False, tool_rounds=0)
     _cancel_expiry_timer(tx)
-    due = batch.earliest_expiry
+    _start_expiry_timer(tx, batch.earliest_expiry)
+
+
+def _start_expiry_timer(tx: _Tx, due: float | None) -> None:
+    """The one expiry timer, for ``due`` (none if there is nothing to wait for)."""
     if due is not None:
         timer = tx.serial()
         tx.set(expiry_timer=timer)
@@ -494,14 +498,11 @@ def _watch_claim_expiry(tx: _Tx, now: float) -> None:
         _cancel_expiry_timer(tx)
     excused = _excused(_cancelled(claim.entries), claim.expiry)
     later = [
-        i.expires_at_epoch
+        t
         for i in batch.interrupts
-        if i.expires_at_epoch is not None and now < i.expires_at_epoch and i.id not in excused
+        if (t := i.expires_at_epoch) is not None and now < t and i.id not in excused
     ]
-    if later:
-        timer = tx.serial()
-        tx.set(expiry_timer=timer)
-        tx.emit(StartTimer(timer, min(later), "expiry"))
+    _start_expiry_timer(tx, min(later, default=None))
 
 
 def _gave_up(error: err.InterludeError, why: str) -> err.InterludeError:
@@ -552,7 +553,7 @@ def _check_not_paused(s: State, verb: str, now: float) -> None:
     if s.batch is None:
         return
     # Expired, the way on is what the policy allows: a plain resume() would raise (R-G2).
-    expired = not s.claim and s.batch.expired_ids(now)
+    expired = not s.claim and s.batch.is_expired(now)
     if s.claim:
         state = "is claimed by a resume in flight; wait for it to settle (is_resuming), or"
     elif expired and s.options.expiry != "cancel_expired":
@@ -1311,11 +1312,7 @@ def _expiry_due(s: State, timer: int, now: float) -> Transition:
     elif s.claim is None and s.batch is not None and s.options.expiry == "cancel_expired":
         # What may be submitted changes at each expiry (every expired interrupt must be
         # cancelled): observers learn of each one, not only the first (R-G3).
-        later = s.batch.next_expiry(now)
-        if later is not None:
-            timer = tx.serial()
-            tx.set(expiry_timer=timer)
-            tx.emit(StartTimer(timer, later, "expiry"))
+        _start_expiry_timer(tx, s.batch.next_expiry(now))
     return tx.done()
 
 
