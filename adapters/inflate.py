@@ -67,7 +67,11 @@ class Inflater:
         return z is None or self._done or z.eof
 
     def slices(self, data: bytes) -> Iterator[bytes]:
-        """The decoded bytes of ``data``, the next raw read, a slice at a time."""
+        """The decoded bytes of ``data``, the next raw read, a slice at a time.
+
+        Raises :class:`CorruptBody` where the data stops being valid, after the bytes
+        decoded before that point.
+        """
         z = self._z
         if self._done:
             return
@@ -80,10 +84,20 @@ class Inflater:
             # fails long before this much arrives without output.
             self._seen = self._seen + data if len(self._seen) < _REPLAY else None
         while data:
+            # zlib drops all of a failing call's output: the state before it is kept (about
+            # 3 µs a read) to decode again up to the damage, so a stream's last events come
+            # out before a bad check value at its end.
+            before = z.copy()
             try:
                 out = z.decompress(data, SLICE)
             except zlib.error as exc:
-                if self._seen is None:
+                salvaged = _up_to_damage(before, data)
+                first = next(salvaged, None)
+                if self._seen is None or first is not None:  # no raw deflate, if it decoded
+                    self._seen = None
+                    if first is not None:
+                        yield first
+                        yield from salvaged
                     raise CorruptBody(str(exc)) from None
                 z = self._z = zlib.decompressobj(-zlib.MAX_WBITS)
                 data, self._seen = self._seen, None
@@ -105,6 +119,23 @@ class Inflater:
                     return
             else:
                 data = b""
+
+
+def _up_to_damage(z: zlib._Decompress, data: bytes) -> Iterator[bytes]:
+    """What ``data`` decodes to through ``z`` before the first byte zlib refuses."""
+    step, k = 512, 0  # 512 bytes inflate to at most about 0.5 MB: within a SLICE
+    while k < len(data) and not z.eof:
+        piece, kept = data[k : k + step], z.copy()
+        try:
+            out = z.decompress(piece)
+        except zlib.error:
+            if step == 1:
+                return
+            z, step = kept, 1  # the damage is in this piece: again, a byte at a time
+            continue
+        if out:
+            yield out
+        k += len(piece)
 
 
 def _decompressor(coding: str) -> zlib._Decompress:

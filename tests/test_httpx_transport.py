@@ -821,6 +821,32 @@ def test_frames_in_the_same_read_as_one_over_the_limit_still_arrive() -> None:
     trio.run(main)
 
 
+def test_frames_in_the_same_read_as_a_damaged_gzip_end_still_arrive() -> None:
+    """A gzip body sent in one read whose CRC at the end is wrong: its frames (a run's
+    RUN_FINISHED among them) arrive, then the body is reported corrupt."""
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+        b"Connection: close\r\n\r\n"
+    )
+    packed = gzip.compress(FRAME + FRAME)
+    damaged = packed[:-5] + bytes([packed[-5] ^ 1]) + packed[-4:]  # the CRC's last byte
+
+    async def answer(stream: trio.SocketStream) -> None:
+        await stream.send_all(head + damaged)
+
+    async def main() -> None:
+        got = []
+        async with raw_server(answer) as url, HttpxTransport(url) as transport:
+            with pytest.raises(TransportError, match="could not be decoded"):
+                with trio.fail_after(WAIT):
+                    async with aclosing(transport.stream(b"{}")) as frames:
+                        async for data in frames:
+                            got.append(data)
+        assert got == [FRAME_DATA, FRAME_DATA]
+
+    trio.run(main)
+
+
 def test_a_body_that_is_no_event_stream_is_kept_in_the_error() -> None:
     """An endpoint that sends an error object as text/event-stream (no data lines): the
     stream ends mid-"event", and what it sent is the clue, so it is in ``.body`` (not in
