@@ -146,7 +146,19 @@ def step(state: State, input: Input, now: float) -> Transition:
         raise _not_an_input(input)
     if type(now) is not float or now - now:  # NaN and infinities leave NaN, not 0.0
         now = _seconds(now)
+    if type(state) is not State and not isinstance(state, State):
+        raise _not_a_state(state)
     return handler(state, input, now)
+
+
+def _not_a_state(state: object) -> err.UsageError:
+    # Handing back the Transition, not its state, is the likely slip.
+    if isinstance(state, Transition):
+        fix = "pass transition.state"
+    else:
+        fix = "start from initial_state() and pass each step's transition.state"
+    given = "None" if state is None else err.a_type(state)
+    return err.UsageError(f"step() takes a State, not {given}: {fix}")
 
 
 def _not_an_input(input: object) -> err.UsageError:

@@ -325,6 +325,25 @@ def test_a_typed_event_or_an_input_class_given_to_step_says_how_to_pass_it() -> 
     refused(s, SendIntent, "not the class Send: call it")
 
 
+@pytest.mark.parametrize(
+    ("given", "match"),
+    [
+        ("transition", r"step\(\) takes a State, not a Transition: pass transition\.state"),
+        (None, r"step\(\) takes a State, not None: start from initial_state\(\)"),
+        ({}, r"step\(\) takes a State, not a dict: start from initial_state\(\)"),
+    ],
+    ids=["transition", "none", "dict"],
+)
+def test_step_given_something_that_is_not_a_state_says_what_it_takes(
+    given: Any, match: str
+) -> None:
+    """reference.md, The reducer: step() refuses what it cannot step with a UsageError.
+    Handing back the Transition instead of its state is the likely slip."""
+    t = step(initial_state(), SendIntent("hi"), NOW)
+    with pytest.raises(UsageError, match=match):
+        step(t if given == "transition" else given, SendIntent("again"), NOW)
+
+
 def test_a_tool_error_given_as_an_exception_keeps_its_type_name() -> None:
     """Drivers write a tool's failure as 'TypeName: message'; an exception handed to
     ToolFinished as it is reads the same."""
