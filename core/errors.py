@@ -246,7 +246,7 @@ class TransportError(InterludeError):
         self.retryable = retryable
         self.status = status
         self.body = body
-        self.retry_after = retry_after
+        self.retry_after = _seconds_or_none(retry_after)
         """Seconds the endpoint asked the client to wait (its ``Retry-After``), if it said."""
 
     def _fields(self) -> tuple[Any, ...]:
@@ -269,6 +269,7 @@ class TransportError(InterludeError):
         followed), in its hint; both without credentials, query or fragment
         (:func:`redacted_url`), where tokens live.
         """
+        retry_after = _seconds_or_none(retry_after)
         retryable = 500 <= status <= 599 or status == 429
         where = f"the endpoint {redacted_url(endpoint)}" if endpoint else "the endpoint"
         location = redacted_url(location) if location is not None else None
@@ -284,6 +285,20 @@ class TransportError(InterludeError):
             body=body,
             retry_after=retry_after,
         )
+
+
+def _seconds_or_none(value: float | None) -> float | None:
+    """A ``Retry-After`` wait as given, if it is seconds: the reducer compares it with
+    numbers, so text there would fail the step that reads it, far from the driver's bug."""
+    if value is None or (
+        isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    ):
+        return value
+    raise UsageError(
+        f"TransportError: retry_after must be seconds (a number) or None, not "
+        f"{a_type(value)} {quote(value)}: parse the Retry-After header first "
+        "(interlude.adapters.httpx.retry_after does)"
+    )
 
 
 _USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#@]*@")

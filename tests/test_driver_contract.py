@@ -344,6 +344,26 @@ def test_step_given_something_that_is_not_a_state_says_what_it_takes(
         step(t if given == "transition" else given, SendIntent("again"), NOW)
 
 
+@pytest.mark.parametrize("wait", ["3", b"3", [3], float("nan"), True], ids=repr)
+def test_a_retry_after_that_is_not_seconds_is_refused_where_the_error_is_built(wait: Any) -> None:
+    """reference.md, Errors: retry_after is seconds. A header's text passed unparsed made
+    the step that read it raise TypeError (a driver's bug surfacing far from its cause)."""
+    with pytest.raises(UsageError, match=r"retry_after must be seconds \(a number\) or None"):
+        TransportError("busy", retryable=True, retry_after=wait)
+    with pytest.raises(UsageError, match=r"parse the Retry-After header"):
+        TransportError.from_status(503, "busy", retry_after=wait)
+
+
+@pytest.mark.parametrize("wait", [3, 3.5, -1.0, Seconds(3)], ids=repr)
+def test_a_retry_after_of_any_real_seconds_is_a_lower_bound_on_the_wait(wait: Any) -> None:
+    s, start = announced(Options(retry=RetryPolicy(base_delay=0.0, jitter=0.0)))
+    t = step(
+        s, AttemptFailed(start.attempt, TransportError.from_status(503, "", retry_after=wait)), NOW
+    )
+    (timer,) = [c for c in t.commands if isinstance(c, StartTimer)]
+    assert timer.due == NOW + max(float(wait), 0.0)
+
+
 def test_a_tool_error_given_as_an_exception_keeps_its_type_name() -> None:
     """Drivers write a tool's failure as 'TypeName: message'; an exception handed to
     ToolFinished as it is reads the same."""
