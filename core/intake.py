@@ -140,7 +140,7 @@ def _canonical(m: Message, where: str) -> Message:
         raise UsageError(f"{where} ({m.role} message): its id must be a non-empty string")
     try:
         canonical = decode_message(json.loads(encode_json(encode_message(m))))
-    except (WireError, ValueError, TypeError, RecursionError) as exc:
+    except (WireError, ValueError, TypeError, RecursionError, AttributeError) as exc:
         why = _why(m, exc)
         raise UsageError(f"{where} ({m.role} message {mid!r}) cannot be sent: {why}") from None
     content = getattr(m, "content", None)
@@ -156,6 +156,10 @@ def _canonical(m: Message, where: str) -> Message:
 
 def _why(m: Message, exc: Exception) -> object:
     """What is wrong with ``m``: where in it, when ``freeze`` can point at the value."""
+    if isinstance(exc, AttributeError):
+        # The encoder read a field of something else in place of a wire object (a str
+        # or a dict in tool_calls, a ToolCall without a FunctionCall).
+        return f"a member of it is not of the interlude.core.wire class its field takes ({exc})"
     try:
         freeze(encode_message(m))
     except NotJSONError as path_given:

@@ -22,7 +22,7 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.resource import Resource
 from interlude.core.errors import InvalidResumeError, ResumeProblem, StaleBatchError, UsageError
-from interlude.core.wire.messages import ToolMessage, UserMessage
+from interlude.core.wire.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 
 CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
     "configure(None)": (lambda r: r.configure(None), "takes an Options"),
@@ -80,6 +80,17 @@ CASES: dict[str, tuple[Callable[[Resource], Any], str]] = {
         ),
         "not a JSON value at /content/0/v: nan has no JSON form",
     ),
+    "set_messages([an assistant message whose calls are not ToolCalls])": (
+        lambda r: r.set_messages([AssistantMessage(id="a", tool_calls=("c1",))]),  # type: ignore[arg-type]
+        r"item 0 \(assistant message 'a'\) cannot be sent: a member of it is not of the "
+        r"interlude.core.wire class its field takes",
+    ),
+    "set_messages([a ToolCall without a FunctionCall])": (
+        lambda r: r.set_messages(
+            [AssistantMessage(id="a", tool_calls=(ToolCall(id="c1", function=None),))]  # type: ignore[arg-type]
+        ),
+        r"item 0 \(assistant message 'a'\) cannot be sent: a member of it is not of",
+    ),
     "resume(an object)": (
         lambda r: r.resume(object(), []),  # type: ignore[arg-type]
         r"resume\(\) takes the pending batch's id \(pending_interrupts.id, a string\)",
@@ -96,6 +107,17 @@ FACTORY_CASES: dict[str, tuple[Callable[[FakeDriver], Any], str]] = {
     "chat(messages=a message)": (
         lambda d: d.chat(messages=UserMessage(id="u", content="hi")),  # type: ignore[arg-type]
         "messages= takes a list of messages",
+    ),
+    "chat(messages=[calls given as dicts])": (
+        lambda d: d.chat(
+            messages=[
+                AssistantMessage(
+                    id="a",
+                    tool_calls=({"id": "c1", "function": {"name": "f", "arguments": "{}"}},),  # type: ignore[arg-type]
+                )
+            ]
+        ),
+        r"messages= item 0 \(assistant message 'a'\) cannot be sent: a member of it is not",
     ),
     "chat(thread_id=5)": (lambda d: d.chat(thread_id=5), "thread_id= takes a non-empty string"),  # type: ignore[arg-type]
     "chat(thread_id='')": (lambda d: d.chat(thread_id=""), "thread_id= takes a non-empty string"),
