@@ -341,6 +341,8 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         finished = False
         try:
             with scope:
+                if scope.cancel_called:
+                    return  # cancelled before it started: never run it (nor start its thread)
                 result = await _call_tool(books.tools.get(c.name), c, signal)
                 if not scope.cancel_called:  # cancelled while the result was on its way
                     del books.running_tools[c.task]

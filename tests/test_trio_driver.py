@@ -1257,3 +1257,45 @@ def test_sync_tools_abandoned_by_stop_do_not_use_up_the_threads_for_later_ones()
     finally:
         release.set()
     assert daemons == [True] * rounds
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("how", ["stop", "set_thread_id"])
+def test_a_tool_cancelled_before_it_starts_never_runs(backend: str, kind: str, how: str) -> None:
+    """Stop, R-H1: an observer that stops (or changes thread) as the run's tool calls are
+    handed out cancels them before their tasks start. They ran anyway, after stop()
+    returned, side effects and all; the fake driver, the reference, never runs them."""
+    ran: list[str] = []
+
+    def sync_tool(args: Any) -> str:
+        ran.append("sync")
+        return "done"
+
+    async def async_tool(args: Any) -> str:
+        ran.append("async")
+        return "done"
+
+    def calls(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "act", {}), finished(req)]
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            async with TrioDriver(ScriptedTransport(calls)) as driver:
+                tool = sync_tool if kind == "sync" else async_tool
+                chat = driver.chat(local_tools={"act": tool}, thread_id="thread-1")
+
+                def cancel(r: Resource) -> None:
+                    if r.core_state.tools is not None:
+                        r.stop() if how == "stop" else r.set_thread_id("thread-2")
+
+                chat.subscribe(cancel)
+                chat.send("act")
+                await chat.wait_idle()
+                await anyio.sleep(0.05)  # a thread started anyway would have run by now
+                (result,) = [m.content for m in chat.messages if m.role == "tool"]
+                assert result.startswith("Error: cancelled")
+
+    anyio.run(main, backend=backend)
+    assert ran == []
+
