@@ -318,7 +318,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                         return
                     resource.apply(i.FrameReceived(attempt, data), now=now)
         finally:
-            await _aclose(frames)
+            # Whatever the close raised: the frames read already say how the attempt ended.
+            with contextlib.suppress(Exception):  # raised in this task, it ends the driver
+                await _aclose(frames)
         if not scope.cancel_called:
             resource.apply(ending)
 

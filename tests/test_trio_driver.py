@@ -1299,3 +1299,83 @@ def test_a_tool_cancelled_before_it_starts_never_runs(backend: str, kind: str, h
     anyio.run(main, backend=backend)
     assert ran == []
 
+
+class FailsToClose:
+    """A stream (no async generator) whose ``aclose`` raises, as a buggy transport's may."""
+
+    def __init__(self, batches: list[list[str]]) -> None:
+        self.batches = batches
+        self.closes = 0
+
+    def __aiter__(self) -> FailsToClose:
+        return self
+
+    async def __anext__(self) -> list[str]:
+        await anyio.lowlevel.checkpoint()
+        if not self.batches:
+            raise StopAsyncIteration
+        return self.batches.pop(0)
+
+    async def aclose(self) -> None:
+        self.closes += 1
+        raise OSError("close failed")
+
+
+class CloseFailingTransport:
+    """A BatchTransport: RUN_STARTED and a text message start in one read, then ``rest``
+    (None: stop() ends the attempt before it) in another."""
+
+    def __init__(self, finish: bool) -> None:
+        self.finish = finish
+        self.streams: list[FailsToClose] = []
+
+    def stream_batches(self, body: bytes) -> AsyncIterator[list[str]]:
+        req = json.loads(body)
+        ids = {"threadId": req["threadId"], "runId": req["runId"]}
+        first = [
+            json.dumps({"type": "RUN_STARTED", **ids}),
+            json.dumps({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}),
+        ]
+        rest = [
+            json.dumps({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "hi"}),
+            json.dumps({"type": "TEXT_MESSAGE_END", "messageId": "m1"}),
+            json.dumps({"type": "RUN_FINISHED", **ids}),
+        ]
+        self.streams.append(FailsToClose([first, rest] if self.finish else [first]))
+        return self.streams[-1]
+
+    def stream(self, body: bytes) -> AsyncIterator[str]:
+        raise AssertionError("the driver prefers stream_batches")
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("when", ["stopped mid-read", "after the whole run"])
+def test_a_transport_whose_close_raises_never_crashes_the_driver(backend: str, when: str) -> None:
+    """reference.md, Transport: a transport's exceptions end the attempt, never the driver.
+    Its stream's ``aclose`` raising (when stop() ended the attempt mid-read, or when the
+    driver closed the stream it had read to the end) escaped the driver's task: the task
+    group cancelled every resource and the application's block raised it."""
+    transport = CloseFailingTransport(finish=when != "stopped mid-read")
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            async with TrioDriver(transport) as driver:
+                chat, other = driver.chat(), driver.chat()
+
+                def stop_at_run_started(r: Resource) -> None:
+                    run = r.core_state.run
+                    if run is not None and run.attempt is not None and run.attempt.acked:
+                        r.stop()  # the second frame of the same read is still to come
+
+                if not transport.finish:
+                    chat.subscribe(stop_at_run_started)
+                chat.send("hello")
+                await chat.wait_idle()
+                await anyio.sleep(0.05)
+                assert transport.streams[0].closes == 1
+                assert chat.error is None
+                assert contents(chat) == (["hello", "hi"] if transport.finish else ["hello"])
+                other.send("still running")  # the driver goes on
+                assert other.is_loading
+
+    anyio.run(main, backend=backend)
