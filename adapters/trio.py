@@ -28,7 +28,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol, Self, assert_never
+from typing import Any, NoReturn, Protocol, Self, assert_never
 
 import anyio
 import attrs
@@ -305,6 +305,8 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
                         raise
                     ending = _failed(attempt, exc)  # as for a tool's: see _raised_of_its_own
                     break
+                except BaseExceptionGroup as group:
+                    _raise_cancellation_alone(group)
                 if scope.cancel_called:
                     return  # aborted: a frame that arrives now is never delivered
                 if not all(type(data) is str for data in batch):
@@ -385,7 +387,20 @@ async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> 
         if not _raised_of_its_own(exc):
             raise
         return i.ToolFinished(c.task, error=exc)
+    except BaseExceptionGroup as group:
+        _raise_cancellation_alone(group)
     return i.ToolFinished(c.task, value=value)
+
+
+def _raise_cancellation_alone(group: BaseExceptionGroup[Any]) -> NoReturn:
+    """Raise the cancellation in a group a tool's or transport's own task group raised,
+    without the rest: trio's cancel scope takes its ``Cancelled`` out of a group and
+    raises the rest (the cleanup failures of a task cancelled anyway) out of the
+    driver's task group, ending it and the application's block."""
+    cancelled = group.subgroup(anyio.get_cancelled_exc_class())
+    if cancelled is None:
+        raise group
+    raise cancelled from None
 
 
 def _raised_of_its_own(exc: asyncio.CancelledError) -> bool:

@@ -1379,3 +1379,63 @@ def test_a_transport_whose_close_raises_never_crashes_the_driver(backend: str, w
                 assert other.is_loading
 
     anyio.run(main, backend=backend)
+
+
+async def _cleanup_fails() -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        raise ValueError("cleanup failed")
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("where", ["tool", "transport"])
+def test_a_task_group_whose_cleanup_fails_as_it_is_cancelled_never_crashes_the_driver(
+    backend: str, where: str
+) -> None:
+    """Stop: an async tool (or a transport) with a task group of its own, whose child fails
+    as stop() cancels it. Trio's cancel scope took its ``Cancelled`` out of the group
+    and raised the rest out of the driver's task group: every resource was cancelled
+    and the block raised. Under asyncio it was ignored, as a cancelled tool's result is."""
+
+    async def tool(args: Any) -> str:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cleanup_fails)
+            await anyio.sleep_forever()
+        return "never"
+
+    class GroupTransport:
+        async def stream(self, body: bytes) -> AsyncIterator[str]:
+            req = json.loads(body)
+            yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
+                              "runId": req["runId"]})  # fmt: skip
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_cleanup_fails)
+                await anyio.sleep_forever()
+
+    def calls(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "act", {}), finished(req)]
+
+    transport = ScriptedTransport(calls) if where == "tool" else GroupTransport()
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            async with TrioDriver(transport) as driver:
+                chat, other = driver.chat(local_tools={"act": tool}), driver.chat()
+                chat.send("go")
+
+                def working() -> bool:
+                    s, run = chat.core_state, chat.core_state.run
+                    acked = run is not None and run.attempt is not None and run.attempt.acked
+                    return s.tools is not None if where == "tool" else acked
+
+                while not working():
+                    await chat.next_change()
+                await anyio.sleep(0.01)  # the tool (or the stream) waits in its task group
+                chat.stop()
+                await anyio.sleep(0.05)
+                assert not chat.is_loading and chat.error is None
+                other.send("still running")  # the driver goes on
+                assert other.is_loading
+
+    anyio.run(main, backend=backend)
