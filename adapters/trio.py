@@ -397,9 +397,9 @@ def _raise_cancellation_alone(group: BaseExceptionGroup[Any]) -> NoReturn:
     without the rest: trio's cancel scope takes its ``Cancelled`` out of a group and
     raises the rest (the cleanup failures of a task cancelled anyway) out of the
     driver's task group, ending it and the application's block."""
-    cancelled = group.subgroup(anyio.get_cancelled_exc_class())
-    if cancelled is None:
-        raise group
+    cancelled, rest = group.split(anyio.get_cancelled_exc_class())
+    if cancelled is None or (rest is not None and rest.split(Exception)[1] is not None):
+        raise group  # no cancellation, or a KeyboardInterrupt or SystemExit: let it end all
     raise cancelled from None
 
 

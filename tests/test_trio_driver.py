@@ -1439,3 +1439,39 @@ def test_a_task_group_whose_cleanup_fails_as_it_is_cancelled_never_crashes_the_d
                 assert other.is_loading
 
     anyio.run(main, backend=backend)
+
+
+async def _cleanup_exits() -> None:
+    try:
+        await anyio.sleep_forever()
+    finally:
+        raise SystemExit(3)
+
+
+def test_a_cancelled_tool_whose_cleanup_exits_still_ends_the_block() -> None:
+    """Only a cleanup's ordinary failure is dropped with the cancellation: a SystemExit
+    (or KeyboardInterrupt) raised as stop() cancels a tool still ends the application."""
+
+    async def tool(args: Any) -> str:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cleanup_exits)
+            await anyio.sleep_forever()
+        return "never"
+
+    def calls(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "act", {}), finished(req)]
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            async with TrioDriver(ScriptedTransport(calls)) as driver:
+                chat = driver.chat(local_tools={"act": tool})
+                chat.send("go")
+                while chat.core_state.tools is None:
+                    await chat.next_change()
+                await anyio.sleep(0.01)  # the tool waits in its task group
+                chat.stop()
+                await anyio.sleep(0.05)
+
+    with pytest.raises(BaseExceptionGroup) as caught:
+        trio.run(main)
+    assert caught.group_contains(SystemExit)
