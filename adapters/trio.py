@@ -562,6 +562,8 @@ class AsyncResource(Resource):
                     self._changed = anyio.Event()
                 await self._changed.wait()
             return
+        if ready():  # it came in the very tick the time ran out
+            return
         raise TimeoutError(
             f"the resource did not {what} within {timeout} s "
             f"(is_loading={self.is_loading}, is_resuming={self.is_resuming}, "

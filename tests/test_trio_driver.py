@@ -1072,6 +1072,30 @@ def test_waits_time_out_with_a_clear_message() -> None:
     run_mock(main)
 
 
+def test_a_wait_whose_condition_comes_as_its_time_runs_out_returns() -> None:
+    """The run ends (stop()) in the very tick the wait's timeout runs out: the resource
+    is idle when the wait gives up, so it returns rather than raise TimeoutError."""
+
+    def hang(req: Request) -> list[Any]:
+        return [started(req), Hang()]
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport(hang)) as driver:
+            chat: AsyncResource = driver.chat()
+            chat.send("hello")
+
+            async def stop_at_the_deadline() -> None:
+                await trio.sleep(3)
+                chat.stop()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_at_the_deadline)
+                await chat.wait_idle(timeout=3)
+            assert not chat.is_loading and trio.current_time() == pytest.approx(3.0)
+
+    run_mock(main)
+
+
 # -- leaving the block: nothing new starts, nothing waits on --------------------------
 
 
