@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import attrs
 
-__all__ = ["LocalTool", "ToolShape", "ToolSignal"]
+__all__ = ["LocalTool", "ToolShape", "ToolSignal", "no_function"]
 
 LocalTool = Callable[..., Any]
 """A local tool: ``fn(arguments)`` or ``fn(arguments, signal)``, sync or async.
@@ -96,3 +96,9 @@ def _takes_two_arguments(fn: LocalTool) -> bool:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             positional += 1
     return positional >= 2
+
+
+def no_function(name: str) -> LookupError:
+    """The failure of a call to a tool declared local but given no function: one text for
+    every driver, as the tool message the agent reads."""
+    return LookupError(f"no function was registered for local tool {name!r}")

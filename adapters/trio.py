@@ -54,7 +54,7 @@ from interlude.core.wire.codec import WireError, encode_request
 from interlude.core.wire.messages import Message
 
 from .resource import Resource, ResourceFactory, unwritable_request
-from .tools import LocalTool, ToolShape, ToolSignal
+from .tools import LocalTool, ToolShape, ToolSignal, no_function
 
 __all__ = ["AsyncDriver", "AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
 
@@ -368,8 +368,7 @@ def _cancel(scopes: dict[int, anyio.CancelScope], key: int) -> None:
 
 async def _call_tool(tool: ToolShape | None, c: RunTool, signal: ToolSignal) -> i.ToolFinished:
     if tool is None:
-        problem = f"no local tool named {c.name!r} was given to this driver"
-        return i.ToolFinished(c.task, error=LookupError(problem))
+        return i.ToolFinished(c.task, error=no_function(c.name))
     arguments = thaw(c.arguments)
     args = tool.arguments(arguments, signal)
     try:

@@ -30,9 +30,12 @@ from hypercorn.config import Config
 
 from interlude.adapters.fake import (
     FAKE_EPOCH,
+    FakeDriver,
     Request,
+    ScriptedAgent,
     finished,
     interrupted,
+    reply,
     started,
     text,
     tool_call,
@@ -826,6 +829,39 @@ def test_a_failing_tool_becomes_a_tool_message() -> None:
     run_mock(main)
     (result,) = [m for m in transport.bodies[1]["messages"] if m["role"] == "tool"]
     assert "ValueError: no such item" in result["content"]
+
+
+def test_R_D5_a_declared_tool_without_a_function_reads_as_under_the_fake_driver() -> None:
+    """R-D5: a tool declared in ``Options.local_tools`` but given no function becomes a
+    tool message; the agent reads the same text whichever driver ran it (the twins
+    used to word it differently, so a test against the fake did not hold for real)."""
+
+    def call_ghost(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "ghost", {}), finished(req)]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), finished(req)]
+
+    options = Options(id_prefix="same", local_tools=frozenset({"ghost"}))
+    agent = ScriptedAgent().then(lambda q: reply(*call_ghost(q)), lambda q: reply(*answer(q)))
+    fake = FakeDriver(agent)
+    chat = fake.chat(options)
+    chat.send("go")
+    fake.run_until_idle()
+    transport = ScriptedTransport(call_ghost, answer)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(options)
+                chat.send("go")
+                await chat.wait_idle()
+                assert chat.error is None
+
+    run_mock(main)
+    assert transport.bodies[1] == fake.requests[1].json
+    (result,) = [m for m in transport.bodies[1]["messages"] if m["role"] == "tool"]
+    assert "no function was registered for local tool 'ghost'" in result["content"]
 
 
 async def awaits_a_cancelled_task(args: Any) -> str:

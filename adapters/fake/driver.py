@@ -51,7 +51,7 @@ from interlude.core.wire.codec import WireError, dumps, encode_event, encode_req
 from interlude.core.wire.messages import Message
 
 from ..resource import Resource, ResourceFactory, unwritable_request
-from ..tools import LocalTool, ToolShape, ToolSignal
+from ..tools import LocalTool, ToolShape, ToolSignal, no_function
 from .script import Reply, Request
 
 __all__ = ["FAKE_EPOCH", "FakeClock", "FakeDriver", "ScriptedAgent", "ToolFunction", "ToolLoop"]
@@ -426,7 +426,7 @@ class FakeDriver(ResourceFactory[R]):
         tool = self._tools[self._key(resource)].get(c.name)
         try:
             if tool is None:
-                raise LookupError(f"no function was registered for local tool {c.name!r}")
+                raise no_function(c.name)
             # The same shapes as the TrioDriver's: fn(arguments) or fn(arguments, signal);
             # an async tool runs to its end on a loop of its own, inside this step.
             args = tool.arguments(thaw(c.arguments), ToolSignal())
