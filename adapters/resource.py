@@ -96,6 +96,9 @@ class Resource:
         self._observers: tuple[tuple[object, Callable[[Any], None]], ...] | None = ()
         self._pending_notifications = 0
         self._notifying = False
+        # Set by a driver while a step must not happen here: why (the FakeDriver's, while
+        # a sync tool runs, which under the TrioDriver has no loop to step on).
+        self._refusal: str | None = None
 
     def __repr__(self) -> str:
         """Kind, thread id, flags, pending batch id and error type: never the history,
@@ -312,6 +315,8 @@ class Resource:
         ``now`` is the driver's clock unless given: a driver passes the time a
         batch of frames arrived once, rather than reading its clock per frame.
         """
+        if self._refusal is not None:
+            raise RuntimeError(self._refusal)
         t = step(self._state, input, self._driver.now() if now is None else now)
         changed = t.state is not self._state
         self._state = t.state

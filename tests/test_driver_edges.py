@@ -16,6 +16,7 @@ from interlude.adapters.agent_scenarios import rfc3339
 from interlude.adapters.fake import (
     FakeClock,
     FakeDriver,
+    Reply,
     Request,
     ScriptedAgent,
     drop,
@@ -736,3 +737,23 @@ def test_the_driver_protocol_is_checked_by_isinstance() -> None:
     assert isinstance(TrioDriver(_Silent()), Driver)
     assert not isinstance(object(), Driver)
     assert not isinstance(FakeClock(), Driver)  # now() alone is not a driver
+
+
+def test_a_sync_tool_calling_its_resource_fails_as_under_the_trio_driver() -> None:
+    """R-D5: under the TrioDriver a sync tool runs in a worker thread, where the resource's
+    methods raise RuntimeError, which becomes the tool's failure. The fake refuses them
+    the same way, so a tool tested here does not work only here."""
+
+    def calls(req: Request) -> Reply:
+        return reply(started(req), tool_call("c1", "save", {}), finished(req))
+
+    agent = ScriptedAgent().then(calls, lambda req: reply(started(req), finished(req)))
+    driver = FakeDriver(agent)
+    chat = driver.chat(local_tools={"save": lambda args: chat.set_state({"saved": True})})
+    chat.send("go")
+    driver.run_until_idle()
+    assert chat.error is None and chat.state == {}  # the tool's call changed nothing
+    (result,) = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert result["content"].startswith("Error: RuntimeError: a sync local tool cannot call")
+    chat.set_state({"after": 1})  # refused only while the tool ran
+    assert chat.state == {"after": 1}

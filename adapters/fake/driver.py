@@ -430,7 +430,16 @@ class FakeDriver(ResourceFactory[R]):
             # The same shapes as the TrioDriver's: fn(arguments) or fn(arguments, signal);
             # an async tool runs to its end on a loop of its own, inside this step.
             args = tool.arguments(thaw(c.arguments), ToolSignal())
-            value = tool.fn(*args)
+            if tool.is_async:
+                value = tool.fn(*args)
+            else:
+                # Under the TrioDriver a sync tool runs in a worker thread, where the
+                # resource's methods raise: refused here too, so a test finds it.
+                resource._refusal = _SYNC_TOOL_CALLED
+                try:
+                    value = tool.fn(*args)
+                finally:
+                    resource._refusal = None
             if inspect.isawaitable(value):  # an async tool, or one behind a wrapper
                 value = self._run_to_end(value)
         except Exception as exc:  # the tool's failure becomes a tool message
@@ -451,6 +460,13 @@ class FakeDriver(ResourceFactory[R]):
             return await awaitable
 
         return asyncio.run(wait()) if self._tool_loop == "asyncio" else trio.run(wait)
+
+
+_SYNC_TOOL_CALLED = (
+    "a sync local tool cannot call its resource's methods: under the TrioDriver it runs in "
+    "a worker thread, where they raise (the FakeDriver refuses them as well): make the "
+    "tool async to call them"
+)
 
 
 def _frame_data(item: Any) -> str:
