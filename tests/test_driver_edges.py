@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from interlude.adapters.fake import (
     ScriptedAgent,
     drop,
     finished,
+    held,
     interrupted,
     refuse,
     reply,
@@ -394,6 +396,50 @@ def test_cancelled_timers_leave_the_fake_drivers_heap() -> None:
         assert driver.pending_timers() == []
     assert len(driver._timers) <= 64
     assert len(driver.requests) == 600 and chat.error is None
+
+
+def _books(driver: FakeDriver) -> int:
+    """Entries in the driver's bookkeeping (its agent's record of requests aside)."""
+    return sum(len(v) for v in vars(driver).values() if isinstance(v, dict | set | list | deque))
+
+
+def test_R_H1_a_long_lived_fake_resource_leaves_no_notes_of_what_it_stopped() -> None:
+    """One chat kept for hours stops runs, changes threads and cancels local tools many
+    times. The fake driver noted every aborted attempt and every cancelled tool forever
+    (4 entries a round here), though only a start or a tool still queued needs one."""
+
+    def answer(req: Request) -> Any:
+        if req.json["messages"][-1]["content"] == "calls a tool":
+            return reply(started(req), *tool_call(req.run_id, "t", {}), finished(req))
+        return held(started(req), *text("m", "partial", chunks=3), finished(req))
+
+    agent = ScriptedAgent(answer)
+    driver = FakeDriver(agent)
+    chat = driver.chat(local_tools={"t": lambda args: 1})
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            chat.send("never sent")
+            chat.stop()  # AbortAttempt before the request went out
+            chat.send("stopped midway")
+            driver.run_until_idle()
+            driver.release(2)
+            driver.run_until_idle()
+            chat.stop()  # AbortAttempt of a live stream
+            chat.send("calls a tool")
+            while chat.core_state.tools is None and driver.step():
+                pass
+            assert chat.core_state.tools is not None
+            chat.set_thread_id(None)  # R-H1: the tool is cancelled before it runs
+            driver.run_until_idle()
+            assert not chat.is_loading and chat.error is None
+            chat.set_messages([])
+            agent.requests.clear()
+
+    rounds(10)
+    books = _books(driver)
+    rounds(100)
+    assert _books(driver) == books
 
 
 def _at_a_freed_address(

@@ -214,8 +214,12 @@ class FakeDriver(ResourceFactory[R]):
         self._timer_seq = 0
         self._cancelled_timers: set[tuple[int, int]] = set()
         self._streams: dict[tuple[int, int], _Stream] = {}
-        self._aborted: set[tuple[int, int]] = set()
-        self._cancelled_tools: set[tuple[int, int]] = set()
+        # Attempts queued to start, until past their SendStarting, and tools queued to
+        # run: True once aborted or cancelled. Only these need a note (a stream is closed
+        # at once, a running tool's late result is ignored), so a long-lived resource's
+        # stops and thread changes leave nothing behind.
+        self._to_start: dict[tuple[int, int], bool] = {}
+        self._to_run: dict[tuple[int, int], bool] = {}
         self._tools: dict[int, Mapping[str, ToolShape]] = {}
         # The books above name a resource by a number of its own, never by id(): a freed
         # resource's address is given to a new one, which must not inherit its aborted
@@ -256,9 +260,11 @@ class FakeDriver(ResourceFactory[R]):
         key = self._key(resource)
         for c in commands:
             if isinstance(c, StartAttempt):
+                self._to_start[key, c.attempt] = False
                 self._actions.append(("start", (resource, c)))
             elif isinstance(c, AbortAttempt):
-                self._aborted.add((key, c.attempt))
+                if (key, c.attempt) in self._to_start:
+                    self._to_start[key, c.attempt] = True
                 stream = self._streams.pop((key, c.attempt), None)
                 if stream is not None:
                     stream.closed = True
@@ -271,9 +277,10 @@ class FakeDriver(ResourceFactory[R]):
                 if len(self._cancelled_timers) > _KEEP_CANCELLED:
                     self._drop_cancelled_timers()
             elif isinstance(c, RunTool):
+                self._to_run[key, c.task] = False
                 self._actions.append(("tool", (resource, c)))
-            elif isinstance(c, CancelTool):
-                self._cancelled_tools.add((key, c.task))
+            elif isinstance(c, CancelTool) and (key, c.task) in self._to_run:
+                self._to_run[key, c.task] = True
 
     # -- stepping --------------------------------------------------------------------------
 
@@ -374,16 +381,19 @@ class FakeDriver(ResourceFactory[R]):
 
     def _start(self, resource: Resource, c: StartAttempt) -> bool:
         key = (self._key(resource), c.attempt)
-        if key in self._aborted:
-            return False
         try:
-            body = encode_request(c.run_input).decode("utf-8")  # the text that goes out
-        except WireError as exc:
-            resource.apply(i.AttemptFailed(c.attempt, unwritable_request(exc)))
-            return True
-        resource.apply(i.SendStarting(c.attempt))
-        if key in self._aborted:
-            return True  # the reducer withdrew it (expiry found before the send)
+            if self._to_start[key]:
+                return False  # aborted before its turn
+            try:
+                body = encode_request(c.run_input).decode("utf-8")  # the text that goes out
+            except WireError as exc:
+                resource.apply(i.AttemptFailed(c.attempt, unwritable_request(exc)))
+                return True
+            resource.apply(i.SendStarting(c.attempt))
+            if self._to_start[key]:
+                return True  # the reducer withdrew it (expiry found before the send)
+        finally:
+            del self._to_start[key]  # from here an abort closes the stream
         reply = self.agent.answer(Request(attempt=c.attempt, run_input=c.run_input, body=body))
         if reply.fail_before_send is not None:
             resource.apply(i.AttemptFailed(c.attempt, reply.fail_before_send))
@@ -421,7 +431,7 @@ class FakeDriver(ResourceFactory[R]):
         return True
 
     def _run_tool(self, resource: Resource, c: RunTool) -> bool:
-        if (self._key(resource), c.task) in self._cancelled_tools:
+        if self._to_run.pop((self._key(resource), c.task)):
             return False
         tool = self._tools[self._key(resource)].get(c.name)
         try:
