@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
@@ -439,6 +440,23 @@ def test_R_H1_a_long_lived_fake_resource_leaves_no_notes_of_what_it_stopped() ->
     rounds(10)
     books = _books(driver)
     rounds(100)
+    assert _books(driver) == books
+
+
+def test_a_long_lived_fake_driver_forgets_the_resources_an_application_dropped() -> None:
+    """A test helper or an SDK that makes a resource per request on one driver: each
+    one's entry in the driver's books outlived it (the name it is known by)."""
+    driver = FakeDriver(ScriptedAgent(lambda r: reply(started(r), finished(r))))
+    books = _books(driver)
+    chats = [driver.chat() for _ in range(50)]  # alive together: 50 addresses
+    for chat in chats:
+        chat.send("hi")
+    driver.run_until_idle()
+    assert not any(chat.is_loading for chat in chats)
+    gone = [weakref.ref(chat) for chat in chats]
+    del chats, chat
+    gc.collect()
+    assert [r for r in gone if r() is not None] == []
     assert _books(driver) == books
 
 

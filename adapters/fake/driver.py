@@ -23,6 +23,7 @@ that fall due, in order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import inspect
 import json
@@ -245,10 +246,12 @@ class FakeDriver(ResourceFactory[R]):
 
     def _key(self, resource: Resource) -> int:
         """The number this driver's books know ``resource`` by, for its whole life."""
-        entry = self._keys.get(id(resource))
+        address = id(resource)
+        entry = self._keys.get(address)
         if entry is None or entry[0]() is not resource:  # new, or a freed one's address
             self._key_serial += 1
-            entry = self._keys[id(resource)] = (weakref.ref(resource), self._key_serial)
+            ref = weakref.ref(resource, functools.partial(_forget, self._keys, address))
+            entry = self._keys[address] = (ref, self._key_serial)
         return entry[1]
 
     # -- the Driver protocol -------------------------------------------------------------
@@ -477,6 +480,12 @@ _SYNC_TOOL_CALLED = (
     "a worker thread, where they raise (the FakeDriver refuses them as well): make the "
     "tool async to call them"
 )
+
+
+def _forget(keys: dict[int, tuple[weakref.ref[Resource], int]], address: int, ref: Any) -> None:
+    """A freed resource's entry leaves the books (unless its address has a new one)."""
+    if address in keys and keys[address][0] is ref:
+        del keys[address]
 
 
 def _frame_data(item: Any) -> str:
