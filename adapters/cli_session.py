@@ -146,6 +146,8 @@ class Session:
         self.stopped = False
         """Set when Ctrl-C stopped a run (an unattended run then exits 130)."""
         self._reported: InterludeError | None = None
+        # The answers sent for a batch, offered again if its resume is not taken (R-F4):
+        # only the pending batch can be resumed, so one batch's are kept, not every one's.
         self._sent: dict[str, list[dict[str, Any]]] = {}
         self._declined: set[str] = set()
         self._warned: set[str] = set()
@@ -329,7 +331,7 @@ class Session:
                 return
             if entries is None:
                 return  # expired while the form was open: the next step says so
-        self._sent[batch.id] = entries
+        self._sent = {batch.id: entries}
         if not await self._run(lambda: self.chat.resume(batch.id, entries), RESUMING):
             return
         if self.report():

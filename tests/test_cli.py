@@ -23,13 +23,14 @@ import pexpect
 import pytest
 import trio
 
+from interlude.adapters import cli as cli_module
 from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
 from interlude.adapters.agent import main as agent_main
 from interlude.adapters.cli import ChatConfig, _secrets, run_chat
 from interlude.adapters.cli import main as cli_main
 from interlude.adapters.cli_console import Console
 from interlude.adapters.cli_script import Script
-from interlude.adapters.cli_session import describe_error
+from interlude.adapters.cli_session import Session, describe_error
 from interlude.adapters.cli_transcript import Transcript
 from interlude.core.errors import TransportError
 from interlude.core.wire.messages import AssistantMessage, FunctionCall, ToolCall
@@ -701,3 +702,23 @@ def test_a_tool_call_name_cannot_fake_a_line_of_the_transcript() -> None:
     call = ToolCall(id="c1", function=FunctionCall(name="pay\nagent> all done", arguments="{}"))
     transcript.update([AssistantMessage(id="a1", tool_calls=(call,))], settled=True)
     assert out.getvalue() == "[tool call] pay agent> all done {}\n"
+
+
+def test_a_long_session_keeps_the_answers_of_the_pending_batch_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """R-F4: the session keeps the answers it sent, to offer them again if the resume is
+    not taken. It kept those of every batch it ever answered, for the whole session,
+    though only the pending batch can be resumed (R-A2: batch ids are never reused)."""
+    sessions: list[Session] = []
+
+    class Kept(Session):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            sessions.append(self)
+
+    monkeypatch.setattr(cli_module, "Session", Kept)
+    code, out, _ = chat_in_process(ReferenceAgent(), ANSWERS * 4)
+    assert code == 0
+    assert out.count("agent> Ordered 1 espresso machine") == 4
+    assert len(sessions[0]._sent) <= 1
