@@ -268,6 +268,42 @@ def test_a_long_line_raises_as_soon_as_it_passes_the_limit() -> None:
     assert fed == 1000  # the 1001st byte raised: nothing more was buffered
 
 
+def test_a_data_line_raises_at_the_byte_that_puts_its_frame_over_the_limit() -> None:
+    """The bound is exact in bytes for a data line still arriving too: its value and LF
+    count on top of the frame's data as soon as the bytes come."""
+    parser = SSEParser(max_frame_bytes=10)
+    for byte in b"data: 12345678":  # 8 bytes of value and the LF to come: 9
+        parser.feed(bytes([byte]))
+    parser.feed(b"9")  # 10: at the limit
+    with pytest.raises(ProtocolError):
+        parser.feed(b"0")
+    parser = SSEParser(max_frame_bytes=4)
+    assert parser.feed(b"data: abc\n") == []  # the frame holds 4 bytes: at the limit
+    for byte in b"data":
+        parser.feed(bytes([byte]))  # may yet be another field
+    with pytest.raises(ProtocolError):
+        parser.feed(b":")  # a data line: even an empty value adds its LF
+
+
+def test_data_lines_without_a_colon_count_towards_the_limit() -> None:
+    """WHATWG reads a bare ``data`` line as ``data:`` with an empty value: one LF more."""
+    assert parse(b"data: abc\ndata\n\n", max_frame_bytes=5) == ([msg("abc\n")], False)
+    with pytest.raises(ProtocolError):
+        parse(b"data: abcd\ndata\n\n", max_frame_bytes=5)
+    assert parse(b"data\n" * 5 + b"\n", max_frame_bytes=5) == ([msg("\n" * 4)], False)
+    with pytest.raises(ProtocolError):
+        parse(b"data\n" * 6 + b"\n", max_frame_bytes=5)
+
+
+def test_the_default_limit_is_16_mib() -> None:
+    """reference.md: ``SSEParser()`` and the transport bound a frame at 16 MiB."""
+    value = b"x" * (16 * 1024 * 1024 - 1)  # and its LF: 16 MiB
+    (event,) = SSEParser().feed(b"data: " + value + b"\n\n")
+    assert len(event.data) == len(value)
+    with pytest.raises(ProtocolError, match="16777216 bytes"):
+        SSEParser().feed(b"data: " + value + b"x\n\n")
+
+
 @pytest.mark.parametrize("line", [b": " + b"x" * 2000, b"event: " + b"x" * 2000, b"x" * 2000])
 def test_any_long_line_raises(line: bytes) -> None:
     with pytest.raises(ProtocolError):
@@ -293,6 +329,15 @@ def test_frames_before_one_over_the_limit_come_out_then_it_raises(stream: bytes)
     assert parser.feed(stream) == [msg("ok")]
     with pytest.raises(ProtocolError, match="exceeds the limit of 10 bytes"):
         parser.feed(b"data: more\n\n")  # the stream is broken: nothing more is read
+
+
+def test_the_error_after_returned_frames_is_raised_once() -> None:
+    """reference.md: the next feed or close raises it; once raised, closing is quiet."""
+    parser = SSEParser(max_frame_bytes=10)
+    assert parser.feed(b"data: ok\n\ndata: " + b"x" * 20 + b"\n\n") == [msg("ok")]
+    with pytest.raises(ProtocolError):
+        parser.feed(b"data: more\n\n")
+    assert parser.close() == []
 
 
 def test_a_frame_over_the_limit_with_nothing_before_raises_at_once() -> None:
