@@ -99,6 +99,7 @@ def test_identity_is_sliced_too() -> None:
         ("gzip", b"this is not gzip"),
         ("deflate", b"\xff\xff\xff\xff not deflate either"),
         ("gzip", gzip.compress(DATA)[:-8] + b"badcrc!!"),
+        ("gzip", zlib.compress(DATA)),  # valid data, but in another coding than declared
     ],
 )
 def test_a_body_not_in_its_coding_is_corrupt(coding: str, raw: bytes) -> None:
