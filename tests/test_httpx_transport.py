@@ -301,6 +301,8 @@ def test_a_url_that_is_not_an_endpoint_is_refused_at_construction(url: Any, says
         ({"X-Name": "é"}, "the value of header 'X-Name' must be ASCII text on one line"),
         ({"X-Name": "a\r\nInjected: yes"}, "holds a line break or NUL"),
         ({"Bad Name": "v"}, "must be an HTTP token (letters, digits, -): the one beginning 'Bad'"),
+        ({"": "v"}, "must be an HTTP token (letters, digits, -): not empty text"),
+        ({" X": "v"}, "not text with a character HTTP does not allow"),
         ({"X": 5}, "holds a value of type int"),
         ([("X", "v")], "headers takes a mapping of names to values"),
         # Both would be sent; which credential counts would be the server's choice.
@@ -620,6 +622,29 @@ def test_a_long_error_body_is_cut() -> None:
         # 4096 bytes end half way through an "é": that half is dropped.
         assert caught.value.body == "x" + "é" * (ERROR_BODY_LIMIT // 2 - 1)
         assert caught.value.retryable
+
+    trio.run(main)
+
+
+def test_an_error_body_cut_where_a_read_ends_drops_a_character_cut_there() -> None:
+    """A first read of exactly ERROR_BODY_LIMIT bytes ending half way through a character:
+    more follows, so that half is dropped rather than shown as U+FFFD."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"x" * (ERROR_BODY_LIMIT - 1) + "é".encode()[:1]
+        yield "é".encode()[1:] + b" and more"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(502, headers={"Content-Type": "text/plain"}, content=chunks())
+
+    async def main() -> None:
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/", client=client) as transport,
+        ):
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        assert caught.value.body == "x" * (ERROR_BODY_LIMIT - 1)
 
     trio.run(main)
 
@@ -948,6 +973,37 @@ def test_a_refused_connection_is_a_retryable_transport_error() -> None:
         assert f"127.0.0.1:{port}/agent" in caught.value.message
         assert "pw" not in caught.value.message
         assert "s3cret" not in caught.value.message
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("raised", "says", "retryable"),
+    [
+        (httpx.LocalProtocolError, "could not be made", False),  # the same again would fail
+        (httpx.UnsupportedProtocol, "could not be made", False),
+        (httpx.RemoteProtocolError, "failed before a response arrived", True),
+        (httpx.ReadError, "failed before a response arrived", True),
+    ],
+)
+def test_a_failure_before_the_head_is_a_transport_error(
+    raised: type[httpx.TransportError], says: str, retryable: bool
+) -> None:
+    """Whatever an injected client's transport raises before the head, the run gets a
+    TransportError (R-F1), retryable unless the request itself cannot be made."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise raised("refused", request=request)
+
+    async def main() -> None:
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/?token=SECRET", client=client) as transport,
+        ):
+            with pytest.raises(TransportError, match=says) as caught:
+                await collect(transport)
+        assert caught.value.retryable is retryable
+        assert "SECRET" not in caught.value.message
 
     trio.run(main)
 
