@@ -199,6 +199,30 @@ def test_R_D5_the_fake_driver_runs_every_tool_shape_the_trio_driver_takes() -> N
     assert chat.error is None
 
 
+def test_a_tool_taking_star_args_gets_the_signal_and_a_builtin_only_the_arguments() -> None:
+    """A tool that takes any number of positional arguments (a forwarding wrapper) is
+    passed the signal too; a builtin with no signature to read gets the arguments alone."""
+
+    def forwarding(*args: Any) -> str:
+        return f"{len(args)} {type(args[-1]).__name__}"
+
+    tools = {"star": forwarding, "builtin": dict}
+
+    def answer(req: Request) -> Any:
+        if len(driver.requests) == 1:
+            calls = [tool_call(f"c{n}", name, {"n": n}) for n, name in enumerate(tools)]
+            return reply(started(req), *calls, finished(req))
+        return reply(started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat(local_tools=tools)
+    chat.send("go")
+    driver.run_until_idle()
+    results = [m["content"] for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert results == ["2 ToolSignal", '{"n":1}']
+    assert chat.error is None
+
+
 def test_R_J6_R_D5_pending_ids_run_in_call_order_once_each() -> None:
     """pendingToolCallIds in another order, with a repeat: results keep the stream's order."""
     ran: list[str] = []

@@ -1274,6 +1274,36 @@ def test_an_async_tool_hidden_behind_a_wrapper_is_awaited(tool: Callable[..., An
     trio.run(main)
 
 
+def test_an_async_tool_behind_functools_wraps_runs_on_the_loop() -> None:
+    """reference.md: it counts as async, and async tools run on the loop, not in a thread
+    (its wrapper may use the loop, as a tracing or retry decorator does)."""
+    threads: list[threading.Thread] = []
+
+    def on_the_loop(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any) -> Any:
+            threads.append(threading.current_thread())
+            return fn(*args)
+
+        return wrapper
+
+    def answer(req: Request) -> list[Any]:
+        if any(m["role"] == "tool" for m in req.json["messages"]):
+            return [started(req), finished(req)]
+        return [started(req), tool_call("c1", "lookup", {}), finished(req)]
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(ScriptedTransport(answer, answer)) as driver:
+                chat = driver.chat(local_tools={"lookup": on_the_loop(_lookup)})
+                chat.send("go")
+                await chat.wait_idle()
+                assert chat.error is None
+        assert threads == [threading.current_thread()]
+
+    trio.run(main)
+
+
 def test_sync_tools_abandoned_by_stop_do_not_use_up_the_threads_for_later_ones() -> None:
     """A sync tool that ignores its signal is abandoned by stop(). In anyio's worker pool
     each kept one of trio's 40 thread tokens, so after 40 no sync tool ever ran again."""
