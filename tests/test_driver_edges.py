@@ -93,6 +93,50 @@ def test_R_I2_an_observer_unsubscribed_inside_a_notification_is_not_called_again
     assert chat.error is None and chat.messages[-1].content == "Hello."
 
 
+def test_run_until_idle_returns_the_steps_it_took() -> None:
+    """reference.md: it returns the steps taken, as many as step() would have taken."""
+
+    def script(req: Request) -> Any:
+        return reply(started(req), *text("a1", "Hello there.", chunks=3), finished(req))
+
+    stepped, run = FakeDriver(ScriptedAgent(script)), FakeDriver(ScriptedAgent(script))
+    stepped.chat().send("hi")
+    run.chat().send("hi")
+    steps = 0
+    while stepped.step():
+        steps += 1
+    assert steps > 0
+    assert run.run_until_idle() == steps
+    assert run.run_until_idle() == 0
+
+
+def test_step_says_nothing_is_ready_once_stop_withdrew_the_queued_work() -> None:
+    """A request, a local tool or the rest of a stream that stop() withdrew is not a step:
+    step() returns False, and nothing is sent, run or delivered."""
+    ran: list[Any] = []
+
+    def script(req: Request) -> Any:
+        return reply(started(req), tool_call("c1", "t", {}), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(script))
+    chat = driver.chat(local_tools={"t": ran.append})
+    chat.send("hi")
+    chat.stop()
+    assert driver.step() is False
+    assert driver.requests == []
+    chat.send("again")
+    while chat.core_state.tools is None:  # up to the tool call, queued but not yet run
+        assert driver.step()
+    chat.stop()
+    assert driver.run_until_idle() == 1  # the stream's end; the withdrawn tool is no step
+    assert ran == []
+    chat.send("once more")
+    assert driver.step() and driver.step()  # the request and its RUN_STARTED
+    chat.stop()
+    assert driver.step() is False  # the rest of the stream stopped with it
+    assert ran == [] and len(driver.requests) == 2
+
+
 def test_each_unsubscribe_ends_its_own_subscription_once() -> None:
     """An observer subscribed twice is called twice; each unsubscribe() ends one of the
     two, and calling it again ends nothing more (the other stays)."""
