@@ -223,6 +223,20 @@ def test_R_D5_the_fake_driver_runs_every_tool_shape_the_trio_driver_takes() -> N
 
     tools = {"plain": plain, "sig": with_signal, "aw": awaited, "awsig": awaited_with_signal}
 
+    results, chat = _each_called_once(tools)
+    assert results == [
+        "plain 0",
+        "signal 1 cancelled=False",
+        '{"async":2}',
+        "async signal 3",
+    ]
+    assert chat.error is None
+
+
+def _each_called_once(tools: dict[str, Any]) -> tuple[list[str], Resource]:
+    """One call of each of ``tools`` (arguments ``{"n": its place}``) under the fake
+    driver: the contents of the tool messages the follow-up run carried, and the chat."""
+
     def answer(req: Request) -> Any:
         if len(driver.requests) == 1:
             calls = [tool_call(f"c{n}", name, {"n": n}) for n, name in enumerate(tools)]
@@ -233,14 +247,8 @@ def test_R_D5_the_fake_driver_runs_every_tool_shape_the_trio_driver_takes() -> N
     chat = driver.chat(local_tools=tools)
     chat.send("go")
     driver.run_until_idle()
-    results = [m["content"] for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
-    assert results == [
-        "plain 0",
-        "signal 1 cancelled=False",
-        '{"async":2}',
-        "async signal 3",
-    ]
-    assert chat.error is None
+    messages = driver.requests[1].json["messages"]
+    return [m["content"] for m in messages if m["role"] == "tool"], chat
 
 
 def test_a_tool_taking_star_args_gets_the_signal_and_a_builtin_only_the_arguments() -> None:
@@ -252,17 +260,7 @@ def test_a_tool_taking_star_args_gets_the_signal_and_a_builtin_only_the_argument
 
     tools = {"star": forwarding, "builtin": dict}
 
-    def answer(req: Request) -> Any:
-        if len(driver.requests) == 1:
-            calls = [tool_call(f"c{n}", name, {"n": n}) for n, name in enumerate(tools)]
-            return reply(started(req), *calls, finished(req))
-        return reply(started(req), finished(req))
-
-    driver = FakeDriver(ScriptedAgent(answer))
-    chat = driver.chat(local_tools=tools)
-    chat.send("go")
-    driver.run_until_idle()
-    results = [m["content"] for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    results, chat = _each_called_once(tools)
     assert results == ["2 ToolSignal", '{"n":1}']
     assert chat.error is None
 

@@ -160,6 +160,14 @@ FRAME = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FRAME_DATA = '{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
 
 
+async def _read_into(got: list[str], transport: HttpxTransport) -> None:
+    """Each frame's data into ``got`` as it arrives, until the stream ends or raises."""
+    with trio.fail_after(WAIT):
+        async with aclosing(transport.stream(b"{}")) as frames:
+            async for data in frames:
+                got.append(data)
+
+
 # -- streaming ------------------------------------------------------------------
 
 
@@ -808,10 +816,7 @@ def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
             HttpxTransport(url, max_frame_bytes=1000) as transport,
         ):
             with pytest.raises(ProtocolError) as caught:
-                with trio.fail_after(WAIT):
-                    async with aclosing(transport.stream(b"{}")) as frames:
-                        async for data in frames:
-                            got.append(data)
+                await _read_into(got, transport)
         assert got == [FRAME_DATA]
         # Retryable (R-F1): before the acknowledgement the run is tried again.
         assert caught.value == ProtocolError(
@@ -837,10 +842,7 @@ def test_frames_in_the_same_read_as_one_over_the_limit_still_arrive() -> None:
             HttpxTransport(url, max_frame_bytes=1000) as transport,
         ):
             with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
-                with trio.fail_after(WAIT):
-                    async with aclosing(transport.stream(b"{}")) as frames:
-                        async for data in frames:
-                            got.append(data)
+                await _read_into(got, transport)
         assert got == [FRAME_DATA, FRAME_DATA]
 
     trio.run(main)
@@ -863,10 +865,7 @@ def test_frames_in_the_same_read_as_a_damaged_gzip_end_still_arrive() -> None:
         got = []
         async with raw_server(answer) as url, HttpxTransport(url) as transport:
             with pytest.raises(TransportError, match="could not be decoded"):
-                with trio.fail_after(WAIT):
-                    async with aclosing(transport.stream(b"{}")) as frames:
-                        async for data in frames:
-                            got.append(data)
+                await _read_into(got, transport)
         assert got == [FRAME_DATA, FRAME_DATA]
 
     trio.run(main)
@@ -1092,10 +1091,7 @@ def test_a_silent_stream_is_a_retryable_transport_error() -> None:
             HttpxTransport(url, idle_timeout=0.2) as transport,
         ):
             with pytest.raises(TransportError, match=r"silent for more than 0\.2 s") as caught:
-                with trio.fail_after(WAIT):
-                    async with aclosing(transport.stream(b"{}")) as frames:
-                        async for data in frames:
-                            got.append(data)
+                await _read_into(got, transport)
         assert got == [FRAME_DATA]
         assert caught.value.retryable
 
