@@ -221,10 +221,13 @@ class Session:
             self.console.line(RESUMING)
         self.transcript.begin(self.chat.messages)  # the new user message is not echoed
         await self.follow(label)
-        for warning in self.chat.warnings:
+        warnings = self.chat.warnings
+        for warning in warnings:
             if warning not in self._warned:
-                self._warned.add(warning)
                 self.console.error(f"note: {warning}")
+        # The state keeps the newest notes only, so remembering those is enough not to
+        # repeat one, and a long session does not remember every note it ever showed.
+        self._warned = set(warnings)
         if self.stopped and self.chat.error is None:
             self.console.line("(stopped)")
         return True

@@ -33,6 +33,7 @@ from interlude.adapters.cli_script import Script
 from interlude.adapters.cli_session import Session, describe_error
 from interlude.adapters.cli_transcript import Transcript
 from interlude.core.errors import TransportError
+from interlude.core.reducer import MAX_WARNINGS
 from interlude.core.wire.messages import AssistantMessage, FunctionCall, ToolCall
 
 PY = sys.executable
@@ -722,3 +723,33 @@ def test_a_long_session_keeps_the_answers_of_the_pending_batch_only(
     assert code == 0
     assert out.count("agent> Ordered 1 espresso machine") == 4
     assert len(sessions[0]._sent) <= 1
+
+
+def test_a_long_session_remembers_only_the_notes_the_state_still_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each note is shown once. The session remembered every note it had shown, so an
+    endpoint whose notes differ per run (an unknown event type named per run, here) grew
+    it for the whole session; the state keeps only its newest MAX_WARNINGS."""
+    sessions: list[Session] = []
+
+    class Kept(Session):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            sessions.append(self)
+
+    class Chatty(ReferenceAgent):
+        runs = 0
+
+        def run(self, request: Any) -> list[Any]:
+            events = super().run(request)
+            Chatty.runs += 1
+            return [events[0], {"type": f"X_PROGRESS_{Chatty.runs}"}, *events[1:]]
+
+    monkeypatch.setattr(cli_module, "Session", Kept)
+    turns = MAX_WARNINGS + 5
+    code, out, err = chat_in_process(Chatty(), "".join(f"hello {n}\n" for n in range(turns)))
+    assert code == 0, err
+    for n in range(1, turns + 1):  # each run's note shown, and only once
+        assert err.count(f"'X_PROGRESS_{n}',") == 1, err
+    assert len(sessions[0]._warned) <= MAX_WARNINGS
