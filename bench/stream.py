@@ -545,7 +545,7 @@ def section(
         out.notes.append(
             "one long message read per event: reading an open message's text joins the "
             "deltas so far, O(length) per read, so the total grows quadratically with the "
-            "message (the reducer's own cost stays flat); report only, see docs/reference.md, Reading"
+            "message (the reducer's own cost stays flat); report only, see reference.md, Reading"
         )
         out.notes.append(
             "messages added to one run: ACTIVITY_SNAPSHOTs, TOOL_CALL_STARTs with a new "

@@ -750,6 +750,7 @@ def test_a_long_session_remembers_only_the_notes_the_state_still_holds(
     turns = MAX_WARNINGS + 5
     code, out, err = chat_in_process(Chatty(), "".join(f"hello {n}\n" for n in range(turns)))
     assert code == 0, err
+    assert out.count("agent> You said: hello") == turns
     for n in range(1, turns + 1):  # each run's note shown, and only once
         assert err.count(f"'X_PROGRESS_{n}',") == 1, err
     assert len(sessions[0]._warned) <= MAX_WARNINGS
