@@ -1112,6 +1112,11 @@ def test_event_classes_are_frozen_with_type_names() -> None:
         ("2017-01-01T05:29:60+05:30", 1483228799.999999),  # and east of UTC
         ("2015-06-30T23:59:60Z", 1435708799.999999),
         ("2017-01-01T00:59:60+01:00", 1483228799.999999),  # the day after, locally
+        ("2024-06-30T00:00:00Z", 1719705600.0),  # the last day of each 30-day month
+        ("2024-09-30T00:00:00Z", 1727654400.0),
+        ("2024-11-30T00:00:00Z", 1732924800.0),
+        ("2026-01-01T23:59:00+23:59", 1767225600.0),  # the widest offsets there are
+        ("2026-01-01T00:00:00-23:59", 1767311940.0),
     ],
 )
 def test_rfc3339_valid(text: str, epoch: float) -> None:
@@ -1125,6 +1130,11 @@ def test_rfc3339_valid(text: str, epoch: float) -> None:
         "2026-02-29T00:00:00Z",
         "1900-02-29T00:00:00Z",
         "2026-04-31T00:00:00Z",
+        "2024-06-31T00:00:00Z",
+        "2024-09-31T00:00:00Z",
+        "2024-11-31T00:00:00Z",
+        "2024-02-30T00:00:00Z",  # a leap year's February has 29 days, not more
+        "2000-02-30T00:00:00Z",
         "2026-13-01T00:00:00Z",
         "2026-00-10T00:00:00Z",
         "2026-01-00T00:00:00Z",
@@ -1170,6 +1180,25 @@ def test_rfc3339_says_where_a_leap_second_may_fall() -> None:
         "'2027-06-15T12:34:60Z': a leap second (:60) comes only at 23:59:60 UTC "
         "on the last day of a month"
     )
+
+
+def test_rfc3339_clamps_a_leap_second_into_the_minute_it_belongs_to() -> None:
+    """The leap second is an instant after :59.999998 and before the next day began,
+    so an expiry set to it passes neither early nor a second late."""
+    leap = parse_rfc3339("2016-12-31T23:59:60Z")
+    assert parse_rfc3339("2016-12-31T23:59:59.999998Z") < leap
+    assert leap < parse_rfc3339("2017-01-01T00:00:00Z")
+    fraction = "2016-12-31T23:59:60.5Z"  # a fraction of the leap second clamps the same way
+    assert parse_rfc3339(fraction) == leap
+
+
+def test_rfc3339_reads_up_to_64_characters() -> None:
+    """A fraction may be long, but input past 64 characters is refused unread."""
+    longest = "2030-01-01T00:00:00." + "0" * 43 + "Z"
+    assert len(longest) == 64 and parse_rfc3339(longest) == 1893456000.0
+    with pytest.raises(ValueError, match="is not an RFC 3339 date-time") as info:
+        parse_rfc3339(longest.replace(".", ".0"))
+    assert "(65 chars)" in str(info.value)
 
 
 def test_rfc3339_refuses_non_strings() -> None:
