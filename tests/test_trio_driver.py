@@ -1037,6 +1037,7 @@ def test_cancelling_an_async_tool_still_cancels_it_on_asyncio() -> None:
 def test_stop_cancels_running_tools_and_sets_their_signal() -> None:
     """Stop (CancelTool): both tools learn of it through their signal; nothing is sent after."""
     entered = threading.Event()
+    watching = threading.Event()
     seen: dict[str, bool] = {}
 
     def block(args: Any, signal: ToolSignal) -> str:
@@ -1045,6 +1046,7 @@ def test_stop_cancels_running_tools_and_sets_their_signal() -> None:
         return "late result"
 
     async def watch(args: Any, signal: ToolSignal) -> str:
+        watching.set()
         await signal.wait()
         seen["watch"] = signal.cancelled
         await anyio.sleep_forever()
@@ -1065,7 +1067,8 @@ def test_stop_cancels_running_tools_and_sets_their_signal() -> None:
             async with TrioDriver(transport) as driver:
                 chat = driver.chat(local_tools={"block": block, "watch": watch})
                 chat.send("go")
-                await until(entered.is_set)
+                # Both must have begun: a tool cancelled before it starts never runs.
+                await until(lambda: entered.is_set() and watching.is_set())
                 assert chat.is_loading
                 chat.stop()
                 assert not chat.is_loading
