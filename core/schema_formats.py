@@ -50,6 +50,8 @@ def format_checkers(
         )
         for name, regex in regexes.items()
     }
+    if "idn-hostname" in regexes:
+        checkers["idn-hostname"] = _idn_hostname_checker(re.compile(regexes["hostname"]))
     checkers["regex"] = _regex_format_checker(limits.max_pattern_length)
     return checkers
 
@@ -57,6 +59,30 @@ def format_checkers(
 def _format_checker(regex: re.Pattern[str], longest: int) -> Callable[[str], bool]:
     def check(value: str) -> bool:
         return len(value) <= longest and regex.match(value) is not None
+
+    return check
+
+
+_IDN_DOTS: Final = re.compile("[.\u3002\uff0e\uff61]")
+"""The label separators IDNA reads as a dot (RFC 3490 3.1)."""
+
+
+def _idn_hostname_checker(hostname: re.Pattern[str]) -> Callable[[str], bool]:
+    # fastjsonschema's own idn-hostname regex is ASCII-only and wants two or three
+    # labels, so it refuses the names the format exists for ('bücher.example') and
+    # common ones ('www.example.co.uk'). Check the name's IDNA (ASCII) form as a hostname.
+    longest = _FORMAT_LENGTHS["idn-hostname"]
+
+    def check(value: str) -> bool:
+        if len(value) > longest:
+            return False
+        if any(label[:1] == "-" or label[-1:] == "-" for label in _IDN_DOTS.split(value)):
+            return False  # Python's IDNA codec leaves hyphens to the caller (no STD3 rules)
+        try:
+            ascii_form = value.encode("idna").decode("ascii")
+        except UnicodeError:  # an empty or too long label, or a character IDNA prohibits
+            return False
+        return len(ascii_form) <= longest and hostname.match(ascii_form) is not None
 
     return check
 

@@ -765,6 +765,7 @@ def test_rb3_strings_too_long_for_a_pattern_are_a_problem_not_a_hang() -> None:
         ("email", "a@" + "a." * 50_000 + "@"),
         ("idn-email", "a@" + "a." * 50_000 + "@"),
         ("hostname", "a." * 50_000),
+        ("idn-hostname", "ü." * 50_000),
         ("date-time", "1" * 100_000),
         ("uri", "a:" + "b" * 100_000 + " "),
         ("uri-reference", "f" * 100_000 + "\\"),
@@ -799,6 +800,33 @@ def test_rb3_formats_still_work() -> None:
         {"$schema": "http://json-schema.org/draft-04/schema#", "format": "date"}
     )
     assert draft4.check("not a date").ok  # draft-04 has no 'date' format
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("bücher.example", True),  # what the format is for: non-ASCII labels
+        ("xn--bcher-kva.example", True),  # the same name in its ASCII (IDNA) form
+        ("MÜNCHEN.de", True),
+        ("例え.テスト", True),
+        ("例え。テスト", True),  # an ideographic full stop separates labels too
+        ("www.example.co.uk", True),  # any number of labels
+        ("localhost", True),
+        ("a..example", False),  # an empty label
+        ("-bücher.example", False),  # a label starting or ending with a hyphen
+        ("bücher-.example", False),
+        ("bücher_x.example", False),
+        ("bücher.example.", False),  # as `hostname`: no trailing dot
+        ("ü" * 60 + ".de", False),  # a label over 63 characters once in ASCII form
+        ("a" * 250 + ".de", False),  # over 253 characters
+    ],
+)
+def test_rb3_idn_hostname_takes_international_names_of_any_length(name: str, ok: bool) -> None:
+    """R-B3: a form asking for an `idn-hostname` accepts the names users type, which
+    fastjsonschema's own regex refused (ASCII only, two or three labels)."""
+    validator = compile_answer_schema({"type": "string", "format": "idn-hostname"})
+    expected = AnswerCheck(ok=ok, problems=() if ok else ("data must be idn-hostname",))
+    assert validator.check(name) == expected
 
 
 def test_rb3_ref_amplification_is_rejected_before_generating() -> None:
