@@ -1480,10 +1480,12 @@ def test_a_transport_whose_close_raises_never_crashes_the_driver(backend: str, w
     anyio.run(main, backend=backend)
 
 
-async def _cleanup_fails(exc: BaseException | None = None) -> None:
+async def _cleanup_fails(log: list[str], exc: BaseException | None = None) -> None:
+    log.append("waiting")
     try:
         await anyio.sleep_forever()
     finally:
+        log.append("failing")
         raise exc if exc is not None else ValueError("cleanup failed")
 
 
@@ -1496,10 +1498,11 @@ def test_a_task_group_whose_cleanup_fails_as_it_is_cancelled_never_crashes_the_d
     as stop() cancels it. Trio's cancel scope took its ``Cancelled`` out of the group
     and raised the rest out of the driver's task group: every resource was cancelled
     and the block raised. Under asyncio it was ignored, as a cancelled tool's result is."""
+    log: list[str] = []
 
     async def tool(args: Any) -> str:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_cleanup_fails)
+            tg.start_soon(_cleanup_fails, log)
             await anyio.sleep_forever()
         return "never"
 
@@ -1509,7 +1512,7 @@ def test_a_task_group_whose_cleanup_fails_as_it_is_cancelled_never_crashes_the_d
             yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
                               "runId": req["runId"]})  # fmt: skip
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_cleanup_fails)
+                tg.start_soon(_cleanup_fails, log)
                 await anyio.sleep_forever()
 
     def calls(req: Request) -> list[Any]:
@@ -1522,16 +1525,9 @@ def test_a_task_group_whose_cleanup_fails_as_it_is_cancelled_never_crashes_the_d
             async with TrioDriver(transport) as driver:
                 chat, other = driver.chat(local_tools={"act": tool}), driver.chat()
                 chat.send("go")
-
-                def working() -> bool:
-                    s, run = chat.core_state, chat.core_state.run
-                    acked = run is not None and run.attempt is not None and run.attempt.acked
-                    return s.tools is not None if where == "tool" else acked
-
-                while not working():
-                    await chat.next_change()
-                await anyio.sleep(0.01)  # the tool (or the stream) waits in its task group
+                await until(lambda: log == ["waiting"])  # the tool (or stream) and its child
                 chat.stop()
+                await until(lambda: log == ["waiting", "failing"])
                 await anyio.sleep(0.05)
                 assert not chat.is_loading and chat.error is None
                 other.send("still running")  # the driver goes on
@@ -1544,9 +1540,11 @@ def test_a_cancelled_tool_whose_cleanup_exits_still_ends_the_block() -> None:
     """Only a cleanup's ordinary failure is dropped with the cancellation: a SystemExit
     (or KeyboardInterrupt) raised as stop() cancels a tool still ends the application."""
 
+    log: list[str] = []
+
     async def tool(args: Any) -> str:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_cleanup_fails, SystemExit(3))
+            tg.start_soon(_cleanup_fails, log, SystemExit(3))
             await anyio.sleep_forever()
         return "never"
 
@@ -1558,9 +1556,7 @@ def test_a_cancelled_tool_whose_cleanup_exits_still_ends_the_block() -> None:
             async with TrioDriver(ScriptedTransport(calls)) as driver:
                 chat = driver.chat(local_tools={"act": tool})
                 chat.send("go")
-                while chat.core_state.tools is None:
-                    await chat.next_change()
-                await anyio.sleep(0.01)  # the tool waits in its task group
+                await until(lambda: log == ["waiting"])  # the tool waits in its task group
                 chat.stop()
                 await anyio.sleep(0.05)
 
