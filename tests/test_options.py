@@ -252,3 +252,173 @@ def test_a_failure_given_up_keeps_its_own_class() -> None:
         status=429,
         retry_after=5.0,
     )
+
+
+# -- what the fields take: bounds are inclusive, types strict, defaults as documented --------
+
+ACCEPTED_RETRY: dict[str, dict[str, Any]] = {
+    "one attempt": {"max_attempts": 1},
+    "no base delay": {"base_delay": 0},
+    "no growth": {"multiplier": 1},
+    "no delay cap": {"max_delay": 0.0},
+    "no jitter": {"jitter": 0},
+    "full jitter": {"jitter": 1.0},
+    "a negative seed": {"jitter_seed": -5},
+    "never honour Retry-After": {"max_retry_after": 0},
+    "any Retry-After": {"max_retry_after": math.inf},
+}
+
+
+@pytest.mark.parametrize("case", ACCEPTED_RETRY)
+def test_a_retry_setting_at_its_bound_is_accepted(case: str) -> None:
+    """The documented ranges are closed: ``jitter`` in [0, 1], ``max_attempts`` >= 1, ..."""
+    fields = ACCEPTED_RETRY[case]
+    policy = RetryPolicy(**fields)
+    assert all(getattr(policy, name) == value for name, value in fields.items())
+
+
+WRONG_RETRY: dict[str, tuple[dict[str, Any], str]] = {
+    "base_delay text": ({"base_delay": "0.5"}, "base_delay takes a finite number >= 0, not '0.5'"),
+    "max_delay bool": ({"max_delay": True}, "max_delay takes a finite number >= 0, not True"),
+    "jitter below 0": ({"jitter": -0.1}, r"jitter takes a number in \[0, 1\], not -0.1"),
+    "jitter_seed bool": ({"jitter_seed": True}, "jitter_seed takes an integer or None, not True"),
+    "jitter_seed text": ({"jitter_seed": "7"}, "jitter_seed takes an integer or None, not '7'"),
+    "max_attempts float": ({"max_attempts": 2.0}, "max_attempts takes an integer >= 1, not 2.0"),
+    "max_retry_after negative": (
+        {"max_retry_after": -1},
+        "max_retry_after takes a number >= 0, not -1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_RETRY)
+def test_a_retry_setting_of_the_wrong_type_is_refused_with_the_field_and_value(case: str) -> None:
+    """A bool is not a number here, nor a float an integer: each says what it takes."""
+    fields, says = WRONG_RETRY[case]
+    with pytest.raises(UsageError, match=f"^RetryPolicy.{says}$"):
+        RetryPolicy(**fields)
+
+
+WRONG_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
+    "max_tool_rounds bool": ({"max_tool_rounds": True}, "max_tool_rounds takes an integer >= 0"),
+    "id_prefix number": ({"id_prefix": 7}, "id_prefix takes a non-empty string or None, not 7"),
+    "kind None": ({"kind": None}, "kind is 'chat' or 'completion', not None"),
+    "retry None": ({"retry": None}, "retry takes a RetryPolicy, not NoneType"),
+    "local_tools empty name": ({"local_tools": [""]}, r"local_tools takes tool names \(non-empty"),
+    "local_tools number": ({"local_tools": ["a", 1]}, r"local_tools takes tool names \(non-empty"),
+    "context text": ({"context": "note"}, "context takes a list of Context, not str"),
+    "context value number": (
+        {"context": [Context(description="d", value=1)]},  # type: ignore[arg-type]
+        r"context item 0 must be a Context\(description=..., value=...\) of two strings",
+    ),
+    "tool without a name": (
+        {"tools": [Tool(name="", description="d")]},
+        "tools item 0: a Tool's name and description are text",
+    ),
+    "tool description None": (
+        {"tools": [Tool(name="t", description=None)]},  # type: ignore[arg-type]
+        "tools item 0: a Tool's name and description are text",
+    ),
+    "tool metadata a list": (
+        {"tools": [Tool(name="t", description="d", metadata=[1])]},  # type: ignore[arg-type]
+        r"tools item 0 \('t'\) metadata must be an object or None",
+    ),
+    "tool metadata not JSON": (
+        {"tools": [Tool(name="t", description="d", metadata={"x": {1}})]},  # type: ignore[dict-item]
+        r"tools item 0 \('t'\) metadata takes a JSON value",
+    ),
+    "tools twice, sorted": (
+        {"tools": [Tool(name=n, description="d") for n in "babca"]},
+        "tools declares 'a', 'b' more than once",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_OPTIONS)
+def test_an_option_of_the_wrong_type_is_refused_with_the_field_and_value(case: str) -> None:
+    fields, says = WRONG_OPTIONS[case]
+    with pytest.raises(UsageError, match=f"^Options.{says}"):
+        Options(**fields)
+
+
+def test_options_at_their_bounds_and_as_sets_or_tuples_are_accepted() -> None:
+    """``max_tool_rounds=0`` runs no local tool; names may be a set; tools a tuple."""
+    tool = Tool(name="t", description="", metadata={"k": 1})  # an empty description is text
+    o = Options(max_tool_rounds=0, local_tools={"t"}, tools=(tool,), id_prefix="p")
+    assert (o.max_tool_rounds, o.local_tools, o.id_prefix) == (0, frozenset({"t"}), "p")
+    assert o.tools == (tool,) and o.tools[0].metadata == {"k": 1}
+    assert Options(tools=[Tool(name="t", description="d")]).tools[0].metadata is None
+    assert Options(kind="completion", expiry="cancel_expired").expiry == "cancel_expired"
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    """docs/reference.md and docs/failures.md give these defaults."""
+    assert RetryPolicy() == RetryPolicy(
+        max_attempts=3,
+        base_delay=0.5,
+        multiplier=2.0,
+        max_delay=10.0,
+        jitter=0.2,
+        jitter_seed=None,
+        max_retry_after=60.0,
+    )
+    o = Options()
+    assert (o.kind, o.tools, o.local_tools, o.context, o.forwarded_props) == (
+        "chat",
+        (),
+        frozenset(),
+        (),
+        None,
+    )
+    assert (o.retry, o.expiry, o.id_prefix, o.max_tool_rounds) == (
+        RetryPolicy(),
+        "block",
+        None,
+        25,
+    )
+    assert MAX_WAIT == 2.0**31
+
+
+@pytest.mark.parametrize("make", [lambda: Options("chat"), lambda: RetryPolicy(3)])
+def test_options_and_retry_policies_take_keywords_only(make: Any) -> None:
+    """A positional value cannot land in the wrong field (the reference's ``(*, ...)``)."""
+    with pytest.raises(TypeError):
+        make()
+
+
+# -- the delay --------------------------------------------------------------------------------
+
+
+def test_without_jitter_the_delay_grows_by_the_multiplier_up_to_max_delay() -> None:
+    """docs/failures.md: ``min(max_delay, base_delay * multiplier**(n-1))``."""
+    policy = RetryPolicy(base_delay=0.5, multiplier=3.0, max_delay=10.0, jitter=0)
+    assert [policy.delay(n, 0) for n in range(1, 6)] == [0.5, 1.5, 4.5, 10.0, 10.0]
+    assert RetryPolicy(jitter=0, max_delay=0).delay(1, 0) == 0.0
+
+
+def test_the_jitter_spreads_delays_over_the_whole_documented_range() -> None:
+    """The factor lies in ``[1 - jitter, 1 + jitter]`` and covers it: delays of many
+    draws reach both ends, and do not bunch on one side of the base delay."""
+    policy = RetryPolicy(base_delay=1.0, jitter=0.5, jitter_seed=11)
+    waits = [policy.delay(1, draw) for draw in range(2000)]
+    assert all(0.5 <= w <= 1.5 for w in waits)
+    assert min(waits) < 0.52 and max(waits) > 1.48
+    below = sum(w < 1.0 for w in waits)
+    assert 800 < below < 1200
+    assert len(set(waits)) > 1900  # each draw its own wait
+
+
+def test_the_seed_is_the_policys_or_else_derived_from_the_id_prefix() -> None:
+    """Without ``jitter_seed`` resources of different prefixes wait differently (they do
+    not retry together); with one, the prefix no longer matters."""
+    policy = RetryPolicy()
+    by_prefix = {p: [policy.delay(1, d, p) for d in range(20)] for p in ("a", "b", "")}
+    assert by_prefix["a"] != by_prefix["b"] != by_prefix[""]
+    assert [policy.delay(1, d, "a") for d in range(20)] == by_prefix["a"]
+    seeded = RetryPolicy(jitter_seed=5)
+    assert [seeded.delay(1, d, "a") for d in range(20)] == [
+        seeded.delay(1, d, "b") for d in range(20)
+    ]
+    assert [seeded.delay(1, d) for d in range(20)] != [
+        RetryPolicy(jitter_seed=6).delay(1, d) for d in range(20)
+    ]
