@@ -335,6 +335,45 @@ def test_rb3_limits_are_validated() -> None:
         SchemaLimits(max_bytes=True)
 
 
+LIMIT_DEFAULTS = {
+    "max_bytes": 256 * 1024,
+    "max_depth": 32,
+    "max_nodes": 10_000,
+    "max_pattern_length": 1000,
+    "max_pattern_input_length": 1000,
+    "max_format_length": 4096,
+    "max_expanded_values": 100_000,
+    "max_check_work": 2_000_000,
+}
+
+
+def test_rb3_limit_defaults_are_the_documented_ones() -> None:
+    """docs/answers.md's table of SchemaLimits defaults is what a user gets."""
+    limits = SchemaLimits()
+    assert {name: getattr(limits, name) for name in LIMIT_DEFAULTS} == LIMIT_DEFAULTS
+
+
+@pytest.mark.parametrize("name", sorted(LIMIT_DEFAULTS))
+@pytest.mark.parametrize("bad", [0, -1, True, 1.0, "1", None])
+def test_rb3_every_limit_must_be_a_positive_int(name: str, bad: object) -> None:
+    """Each limit refuses anything but an int of at least 1, naming itself and the value."""
+    with pytest.raises(ValueError) as info:
+        SchemaLimits(**{name: bad})  # type: ignore[arg-type]
+    assert str(info.value) == f"SchemaLimits.{name} must be a positive int, not {bad!r}"
+    assert getattr(SchemaLimits(**{name: 1}), name) == 1
+
+
+def test_rb3_a_rejection_reads_as_reason_then_what_to_do() -> None:
+    """str(SchemaRejectedError) is the sentence an application can show or log."""
+    error = SchemaRejectedError("it is 41 bytes as JSON, over 40")
+    assert error.reason == "it is 41 bytes as JSON, over 40"
+    assert str(error) == (
+        "responseSchema not usable for local answer checks: it is 41 bytes as JSON, over 40. "
+        "Collect the answer without local checks (e.g. free JSON entry); the server validates "
+        "it on resume"
+    )
+
+
 # --- 1. no code runs from the schema -----------------------------------------------------------
 
 PAYLOADS = [
@@ -647,6 +686,65 @@ def test_rb3_huge_schema_is_rejected_by_size() -> None:
         compile_answer_schema({"enum": ["é" * 1000 for _ in range(150)]})
 
 
+def reason(schema: Any, **limits: int) -> str | None:
+    """Why compiling ``schema`` under these limits is refused, or None if it compiles."""
+    try:
+        compile_answer_schema(schema, limits=SchemaLimits(**limits))
+    except SchemaRejectedError as exc:
+        return exc.reason
+    return None
+
+
+def test_rb3_schema_size_is_bounded_exactly() -> None:
+    """max_bytes is the compact JSON size ('{"enum":["..."]}' is 13 bytes and the text):
+    reached is fine, one over is refused; strings over it are refused while copying."""
+    assert reason({"enum": ["x" * 27]}, max_bytes=40) is None
+    assert reason({"enum": ["x" * 28]}, max_bytes=40) == "it is 41 bytes as JSON, over 40"
+    assert reason({"enum": ["x" * 36]}, max_bytes=40) == "it is 49 bytes as JSON, over 40"
+    assert reason({"enum": ["x" * 37]}, max_bytes=40) == "it holds over 40 characters (at /enum/0)"
+
+
+def test_rb3_schema_node_count_is_bounded_exactly() -> None:
+    """max_nodes counts every JSON value, containers included, and names where it ran out."""
+    assert reason({"enum": list(range(8))}, max_nodes=10) is None  # 1 + 1 + 8
+    assert reason({"enum": list(range(9))}, max_nodes=10) == "it has more than 10 values (at /enum)"
+    assert reason({"a": 1, "b": [1, 2, 3]}, max_nodes=6) is None
+    assert reason({"a": 1, "b": [1, 2, 3]}, max_nodes=5) == "it has more than 5 values (at /a)"
+
+
+def test_rb3_schema_and_answer_depth_are_bounded_exactly() -> None:
+    """max_depth levels of containers are fine; one more is refused, or a problem."""
+    assert reason({"not": {"not": {}}}, max_depth=3) is None
+    assert reason({"not": {"not": {"not": {}}}}, max_depth=3) == (
+        "it is nested deeper than 3 levels (at /not/not/not)"
+    )
+    validator = compile_answer_schema({}, limits=SchemaLimits(max_depth=3))
+    assert validator.check([[[1]]]).ok
+    assert validator.check([[[[]]]]).problems == (
+        "the answer is nested deeper than 3 levels (at /0/0/0)",
+    )
+
+
+def test_rb3_numbers_over_1024_bits_and_non_finite_floats_are_not_json() -> None:
+    """A 1024-bit integer is checked; a wider one (either sign) or inf is a problem."""
+    validator = compile_answer_schema({"type": "integer"})
+    assert validator.check(2**1024 - 1).ok
+    too_large = ("the answer holds a number too large (at /)",)
+    assert validator.check(2**1024).problems == too_large
+    assert validator.check(-(2**1024)).problems == too_large
+    assert validator.check(float("-inf")).problems == (
+        "the answer holds -inf, which is not JSON (at /)",
+    )
+    assert reason({"const": 2**1024 - 1}) is None
+    assert reason({"const": 2**1024}) == "it holds a number too large (at /const)"
+
+
+def test_rb3_problem_places_escape_slash_and_tilde() -> None:
+    """JSON Pointer escaping (RFC 6901): '~' is '~0' and '/' is '~1' in the named place."""
+    validator = compile_answer_schema({"type": "object"})
+    assert validator.check({"a/b~c": [{1}]}).problems == ("the answer holds a set (at /a~1b~0c/0)",)
+
+
 def test_rb3_many_nodes_are_rejected() -> None:
     with Stopwatch(), pytest.raises(SchemaRejectedError, match="more than 10000 values"):
         compile_answer_schema({"enum": list(range(20_000))})
@@ -827,6 +925,89 @@ def test_rb3_idn_hostname_takes_international_names_of_any_length(name: str, ok:
     validator = compile_answer_schema({"type": "string", "format": "idn-hostname"})
     expected = AnswerCheck(ok=ok, problems=() if ok else ("data must be idn-hostname",))
     assert validator.check(name) == expected
+
+
+LONGEST_VALID = {  # a valid value of each length, for formats with an open-ended regex
+    "date-time": lambda n: "2024-02-29T12:00:00." + "1" * (n - 21) + "Z",
+    "duration": lambda n: "P" + "1" * (n - 2) + "D",
+    "email": lambda n: "a" * (n - 6) + "@b.com",
+    "idn-email": lambda n: "a" * (n - 6) + "@b.com",
+    "hostname": lambda n: ".".join(["a" * 63] * 3) + "." + "a" * (n - 192),
+    "idn-hostname": lambda n: ".".join(["a" * 63] * 3) + "." + "a" * (n - 192),
+    "uri": lambda n: "https://e.com/" + "a" * (n - 14),
+    "iri": lambda n: "https://e.com/" + "a" * (n - 14),
+}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "longest"),
+    [
+        ("date-time", 64),
+        ("duration", 64),
+        ("email", 320),
+        ("idn-email", 320),
+        ("hostname", 253),
+        ("idn-hostname", 253),
+        ("uri", 4096),  # max_format_length
+        ("iri", 4096),
+    ],
+)
+def test_rb3_format_length_bounds_are_exact(fmt: str, longest: int) -> None:
+    """A value the format's regex accepts is accepted up to the format's bound (an RFC's,
+    else max_format_length) and fails the format one character over it."""
+    validator = compile_answer_schema({"format": fmt})
+    value = LONGEST_VALID[fmt]
+    assert len(value(longest)) == longest
+    assert validator.check(value(longest)).ok
+    assert validator.check(value(longest + 1)).problems == (f"data must be {fmt}",)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "longest_value"),
+    [
+        ("date", "2024-02-29"),
+        ("time", "23:59:60.123456+23:59"),
+        ("ipv4", "255.255.255.255"),
+        ("ipv6", "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"),
+        ("uuid", "12345678-1234-1234-1234-123456789abc"),
+    ],
+)
+def test_rb3_formats_with_a_fixed_shape_accept_their_longest_values(
+    fmt: str, longest_value: str
+) -> None:
+    """The length bound of a format never refuses a value the format allows."""
+    assert compile_answer_schema({"format": fmt}).check(longest_value).ok
+
+
+def test_rb3_max_format_length_bounds_open_ended_formats() -> None:
+    """max_format_length is the bound for formats without an RFC one; an RFC bound stays."""
+    limits = SchemaLimits(max_format_length=20)
+    uri = compile_answer_schema({"format": "uri"}, limits=limits)
+    assert uri.check("https://e.com/aaaaaa").ok  # 20
+    assert uri.check("https://e.com/aaaaaaa").problems == ("data must be uri",)
+    email = compile_answer_schema({"format": "email"}, limits=limits)
+    assert email.check("a" * 30 + "@example.com").ok
+
+
+def test_rb3_idn_hostnames_are_bounded_in_their_ascii_form() -> None:
+    """An internationalised name is checked as its IDNA form: that form's 253 characters
+    bound it, and no label, split at any IDNA dot, may start or end with a hyphen."""
+    validator = compile_answer_schema({"format": "idn-hostname"})
+    assert validator.check("bücher.example").ok
+    assert validator.check("bücher。example").ok  # U+3002 is a dot to IDNA
+    assert not validator.check("bücher." * 35 + "de").ok  # 247 characters, 492 in ASCII
+    for bad in ("-bücher.example", "bücher-.example", "a。-bücher", "a．bücher-"):
+        assert validator.check(bad).problems == ("data must be idn-hostname",), bad
+
+
+def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
+    """format: regex takes up to max_pattern_length characters; a regex Python refuses to
+    parse (too large a count, too deep) is simply not a regex."""
+    limits = SchemaLimits(max_pattern_length=10_000)
+    validator = compile_answer_schema({"format": "regex"}, limits=limits)
+    assert validator.check("a" * 10_000).ok
+    for bad in ("a" * 10_001, "a{4294967296}", "(" * 5000 + ")" * 5000, "\\"):
+        assert validator.check(bad).problems == ("data must be regex",), bad[:20]
 
 
 def test_rb3_ref_amplification_is_rejected_before_generating() -> None:
