@@ -6,6 +6,7 @@ defaults into the answer, and is bounded in size, depth and time.
 
 from __future__ import annotations
 
+import ast
 import copy
 import enum
 import json
@@ -523,6 +524,94 @@ def test_rb3_generated_code_gets_only_vetted_builtins_and_imports() -> None:
     assert "getattr" not in schema_code._SAFE_BUILTINS
 
 
+CHECKER = "def validate(data, custom_formats={}, name_prefix=None):\n    {body}\n    return data\n"
+
+
+def untrusted(body: str, more: str = "") -> str | None:
+    """Why ``schema_code.load`` refuses a checker with this line (white-box: fastjsonschema
+    itself never writes such code, so only a hand-written source reaches these rules)."""
+    try:
+        schema_code.load(CHECKER.replace("{body}", body) + more, SchemaLimits())
+    except SchemaRejectedError as exc:
+        return exc.reason.removeprefix("fastjsonschema generated code this module does not trust ")
+    return None
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("data_x = lambda: 0", "(a Lambda)"),
+        ("while data: pass", "(a While)"),
+        ("data_x = os", "(the name 'os')"),
+        ("x = data", "(the name 'x')"),
+        ("data_x = data.__class__", "(the attribute '__class__')"),
+        ("import os", "(an import)"),
+        ("import re as r", "(an import)"),
+        ("from decimal import Decimal as D", "(an import)"),
+        ("from os import path", "(an import)"),
+        ("from .decimal import Decimal", "(an import)"),
+        ("custom_formats[data](data)", "(a computed format)"),
+        ("data_x = '{data.y}'.format(**locals())", "(an unexpected call)"),
+        ("data_x = '{data!r}'.format(**locals())", "(an unexpected call)"),
+        ("data_x = '{data:>9}'.format(**locals())", "(an unexpected call)"),
+        ("data_x = '{} {0}'.format(data)", "(an unexpected call)"),
+        ("data_x = '{'.format()", "(an unexpected call)"),
+        ("data_x = data.format()", "(an unexpected call)"),
+        ("data_x = b'{data}'.format()", "(an unexpected call)"),
+        ("data_x = data[0](1)", "(an unexpected call)"),
+    ],
+)
+def test_rb3_checker_code_outside_what_fastjsonschema_writes_is_refused(
+    body: str, problem: str
+) -> None:
+    """R-B3: each rule of the allowlist, alone, names what it refused."""
+    assert untrusted(body) == problem
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "pass",
+        "import re, json",
+        "from decimal import Decimal",
+        "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException",
+        "custom_formats['uri'](data)",
+        "data_x = '{data} must be {name_prefix}'.format(**locals())",
+        "data_x = data.keys()",
+    ],
+)
+def test_rb3_checker_code_fastjsonschema_writes_is_loaded(body: str) -> None:
+    """The same rules let through the shapes fastjsonschema emits."""
+    assert untrusted(body) is None
+
+
+def test_rb3_checker_functions_are_only_plain_validators() -> None:
+    """Only undecorated, unannotated ``validate*`` (and ``fn``) functions; two $refs that
+    compile to one name must be one function; there must be an entry point."""
+    validator = (
+        "def {name}(data, custom_formats={{}}, name_prefix=None){returns}:\n    return {v}\n"
+    )
+
+    def extra(name: str, v: str = "data", returns: str = "") -> str:
+        return validator.format(name=name, v=v, returns=returns)
+
+    assert untrusted("pass", "@data\n" + extra("validate_x")) == "(the function 'validate_x')"
+    assert untrusted("pass", extra("validate_x", returns=" -> None")) == (
+        "(the function 'validate_x')"
+    )
+    assert untrusted("pass", extra("evil")) == "(the function 'evil')"
+    assert untrusted("pass", extra("fn")) is None
+    assert untrusted("pass", extra("validate_x") * 2) is None
+    assert untrusted("pass", extra("validate_x") + extra("validate_x", v="1")) == (
+        "two of its $refs compile to one function name (validate_x)"
+    )
+    with pytest.raises(SchemaRejectedError) as info:
+        schema_code.load(extra("validate_x"), SchemaLimits())
+    assert info.value.reason == "fastjsonschema generated no entry function"
+    with pytest.raises(SchemaRejectedError, match="Python cannot parse its generated checker"):
+        schema_code.load("def validate(:\n", SchemaLimits())
+
+
 # --- 2. nothing is fetched ---------------------------------------------------------------------
 
 
@@ -1010,6 +1099,58 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
         assert validator.check(bad).problems == ("data must be regex",), bad[:20]
 
 
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    ("schema", "estimate"),
+    [
+        # Per object: checks * (values under it + its $refs' targets + 24 + path) plus
+        # (keys + 1) * (6 + path); path grows 1 per level (+1 per 16 key characters). An
+        # object holds 1 + 1 per key (+1 per 64 key characters) + its scalars (+1 per 64
+        # characters). Each distinct $ref adds its target's part again.
+        ({}, 6),
+        ({"type": "string"}, 39),  # 1 * (3 + 24) + 2 * 6
+        ({"type": "string", "minLength": 1}, 76),  # 2 * (5 + 24) + 3 * 6
+        ({"multipleOf": 2}, 66),  # multipleOf is two checks
+        ({"$schema": DRAFT_07, "contentEncoding": "base64"}, 76),  # so is contentEncoding
+        ({"const": "x" * 128}, 41),  # 128 characters weigh 1 + 2
+        ({"dependencies": {"a": ["b", "c"]}}, 143),  # one check per dependency name too
+        ({"properties": {"a": {"type": "string"}}}, 71),  # 12 + 14 + (29 + 16)
+        ({"properties": {"k" * 32: {"type": "string"}}}, 77),  # a 32-character key: path + 2
+        ({"definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s"}, 122),
+        (  # the $ref's target is repeated in the checks of the object holding it
+            {
+                "type": "array",
+                "items": {"$ref": "#/definitions/s"},
+                "definitions": {"s": {"type": "string"}},
+            },
+            222,
+        ),
+        # a scalar target counts 1 (fastjsonschema then fails on it, but only after this)
+        ({"type": "array", "items": {"$ref": "#/const"}, "const": 3}, 141),
+        (  # two $refs with one spelling: one function
+            {
+                "properties": {"a": {"$ref": "#/definitions/s"}, "b": {"$ref": "#/definitions/s"}},
+                "definitions": {"s": {"type": "string"}},
+            },
+            175,
+        ),
+    ],
+)
+def test_rb3_generated_code_size_estimate_is_exact_for_small_schemas(
+    schema: dict[str, Any], estimate: int
+) -> None:
+    """The estimate of the generated checker's size, worked out by hand, is the line
+    between compiled and refused: the estimate itself is allowed, one less is not."""
+    allowed = reason(schema, max_expanded_values=estimate)
+    assert allowed is None or allowed.startswith("fastjsonschema cannot compile it")
+    assert reason(schema, max_expanded_values=estimate - 1) == (
+        f"its generated checker would hold about {estimate} values, over "
+        f"max_expanded_values={estimate - 1} (many or large $ref targets, or deep nesting)"
+    )
+
+
 def test_rb3_ref_amplification_is_rejected_before_generating() -> None:
     # 9 KiB of {"$ref": "#"}: fastjsonschema would emit ~7 MB of source, ~20 s to parse
     schema = {"type": "object", "properties": {f"p{i}": {"$ref": "#"} for i in range(400)}}
@@ -1062,6 +1203,54 @@ def test_rb3_ref_fan_out_is_stopped_by_the_work_budget() -> None:
     with Stopwatch():
         result = compile_answer_schema(schema).check(answer)
     assert not result.ok and "max_check_work" in result.problems[0]
+
+
+def budget_needed(schema: dict[str, Any], answer: object) -> int:
+    """The smallest max_check_work under which checking ``answer`` is not stopped."""
+    low, high = 1, 1 << 20
+    while low < high:
+        mid = (low + high) // 2
+        limits = SchemaLimits(max_check_work=mid)
+        problems = compile_answer_schema(schema, limits=limits).check(answer).problems
+        if any("max_check_work" in problem for problem in problems):
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+ONE_REF = {"definitions": {"a": {"type": "array"}}, "$ref": "#/definitions/a"}
+
+
+def test_rb3_work_budget_is_statements_times_answer_values() -> None:
+    """A call into a $ref'd subschema costs its function's statements plus one, times the
+    values under the data it is given (a string weighs 1 + 1 per 64 characters, a key the
+    same); the budget is spent exactly, and a second call costs as much again."""
+    source = schema_code.generate(ONE_REF, {})
+    function = next(
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name == "validate___definitions_a"
+    )
+    statements = sum(isinstance(node, ast.stmt) for node in ast.walk(function)) - 1  # not def
+    one = statements + 1
+    assert budget_needed(ONE_REF, []) == one
+    assert budget_needed(ONE_REF, "x") == one  # a scalar weighs 1
+    assert budget_needed(ONE_REF, [1, 2, 3]) == 4 * one
+    assert budget_needed(ONE_REF, ["x" * 191]) == 4 * one  # 1 + (1 + 2)
+    assert budget_needed(ONE_REF, ["x" * 192]) == 5 * one  # 1 + (1 + 3)
+    assert budget_needed(ONE_REF, {"k": 1}) == 3 * one
+    assert budget_needed(ONE_REF, {"k" * 64: 1}) == 4 * one
+    assert budget_needed(ONE_REF, [[1, 2], [3]]) == 6 * one  # nested lists: 1 + 3 + 2
+    twice = {
+        "definitions": {"a": {"type": "array"}},
+        "allOf": [{"$ref": "#/definitions/a"}, {"$ref": "#/definitions/a"}],
+    }
+    assert budget_needed(twice, [1, 2, 3]) == 8 * one
+    limits = SchemaLimits(max_check_work=one - 1)
+    assert compile_answer_schema(ONE_REF, limits=limits).check([]).problems == (
+        "the schema's $refs apply to this answer too many times to check it (over max_check_work)",
+    )
 
 
 def test_rb3_ref_cycles_that_consume_nothing_are_a_problem_not_a_crash() -> None:
