@@ -38,7 +38,18 @@ APPROVAL = {
     "required": ["approved"],
     "additionalProperties": False,
 }
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+SHORT = {"max_pattern_input_length": 12}
 SAFETY_BOUND_S = 2.0  # a generous wall-clock safety bound, not a performance claim
+
+
+def reason(schema: Any, **limits: int) -> str | None:
+    """Why compiling ``schema`` under these limits is refused, or None if it compiles."""
+    try:
+        compile_answer_schema(schema, limits=SchemaLimits(**limits))
+    except SchemaRejectedError as exc:
+        return exc.reason
+    return None
 
 
 def nested(depth: int, make: Callable[[Any], Any], leaf: Any) -> Any:
@@ -320,6 +331,94 @@ def test_rb3_booleans_that_are_schemas_or_data_are_not_numbers() -> None:
     draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 0}
     checker = compile_answer_schema({**draft4, "exclusiveMinimum": True})
     assert [checker.check(0).ok, checker.check(1).ok] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"minLength": True}, "minLength at / is true, not a number"),
+        (
+            {"exclusiveMinimum": True},
+            "exclusiveMinimum at / is true, draft-04's form; draft/2019-09 takes the bound "
+            "itself, a number (or give $schema draft-04)",
+        ),
+        (
+            {"$schema": DRAFT_07, "exclusiveMaximum": False},
+            "exclusiveMaximum at / is false, draft-04's form; draft-07 takes the bound "
+            "itself, a number (or give $schema draft-04)",
+        ),
+        ({"allOf": [{"minLength": True}]}, "minLength at /allOf/0 is true, not a number"),
+        ({"not": {"maxItems": False}}, "maxItems at /not is false, not a number"),
+        ({"items": [{"minItems": True}]}, "minItems at /items/0 is true, not a number"),
+        ({"$defs": {"x": {"minLength": True}}}, "minLength at /$defs/x is true, not a number"),
+        (
+            {"dependencies": {"a": {"minimum": True}}},
+            "minimum at /dependencies/a is true, not a number",
+        ),
+        (
+            {"dependentSchemas": {}, "dependentRequired": {}},
+            "it uses dependentRequired (at /), a draft 2019-09 keyword the checker does not apply",
+        ),
+        (
+            {"properties": {"a": {"unevaluatedItems": False}}},
+            "it uses unevaluatedItems (at /properties/a), a draft 2019-09 keyword the checker "
+            "does not apply",
+        ),
+        (
+            {"$ref": "#/$defs/s", "$defs": {"s": {}}, "type": "string", "maxLength": 2},
+            "it has maxLength beside a $ref (at /), which the checker would not apply "
+            "(draft-07 rules); put both in an allOf",
+        ),
+        (
+            {"$schema": "http://json-schema.org/draft-05/schema#"},
+            "its $schema 'http://json-schema.org/draft-05/schema#' is not draft-04, -06, -07 "
+            "or 2019-09 (omit $schema for 2019-09)",
+        ),
+        (
+            {"$schema": DRAFT_07 + "#"},
+            f"its $schema '{DRAFT_07}#' is not draft-04, -06, -07 or 2019-09 (omit $schema "
+            "for 2019-09)",
+        ),
+        ({"multipleOf": 0}, "multipleOf at / is 0, not positive"),
+        ({"multipleOf": -1.5}, "multipleOf at / is -1.5, not positive"),
+        ({"required": [3]}, "'required' at / holds 3"),
+        (
+            {"prefixItems": [], "items": {}},
+            "the object at / uses draft 2020-12 prefixItems with items, which fastjsonschema "
+            "would read with older rules",
+        ),
+    ],
+)
+def test_rb3_a_vetted_schema_is_refused_naming_the_keyword_and_place(
+    schema: dict[str, Any], why: str
+) -> None:
+    """R-B3: the reason names the keyword, where it is (a JSON Pointer) and what is wrong."""
+    assert reason(schema) == why
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"enum": [{"minLength": True}]},  # data, not a schema
+        {"dependencies": {"a": ["b"]}},
+        {"multipleOf": 0.5},
+        {"$schema": "http://json-schema.org/draft-07/schema"},  # the '#' is optional
+        {"$schema": "https://json-schema.org/draft-04/schema#"},
+        {"$schema": "http://json-schema.org/draft/2019-09/schema#"},
+        {"$schema": DRAFT_07, "dependentRequired": {"a": ["b"]}},  # not a draft-07 keyword
+    ],
+)
+def test_rb3_schemas_near_a_refusal_compile(schema: dict[str, Any]) -> None:
+    assert reason(schema) is None
+
+
+def test_rb3_keys_and_required_names_are_bounded_by_the_input_length() -> None:
+    """max_pattern_input_length also bounds keys and ``required`` names, exactly."""
+    assert reason({"properties": {"x" * 12: {}}, "required": ["y" * 12]}, **SHORT) is None
+    assert reason({"properties": {"x" * 13: {}}}, **SHORT) == (
+        "a key at /properties is over 12 characters"
+    )
+    assert reason({"required": ["y" * 13]}, **SHORT) == "'required' at / holds 'yyyyyyyyyyyyy'"
 
 
 def test_rb3_check_answer_convenience() -> None:
@@ -710,6 +809,68 @@ def test_rb3_local_refs_work() -> None:
         compile_answer_schema({"$ref": "#/definitions/missing"})
 
 
+def test_rb3_refs_follow_json_pointer_escapes_and_array_indexes() -> None:
+    """'~0' is '~', '%20' a space, a number an array index; a $ref may lead to a $ref."""
+    schema = {
+        "definitions": {
+            "t~x": {"type": "string"},
+            "s p": {"type": "integer"},
+            "list": [{"type": "boolean"}],
+        },
+        "properties": {
+            "tilde": {"$ref": "#/definitions/t~0x"},
+            "space": {"$ref": "#/definitions/s%20p"},
+            "index": {"$ref": "#/definitions/list/0"},
+            "self": {"$ref": "#/properties/index"},
+        },
+    }
+    validator = compile_answer_schema(schema)
+    assert validator.check({"tilde": "x", "space": 1, "index": True, "self": True}).ok
+    assert validator.check({"tilde": 1, "space": "x", "index": 1, "self": 1}).problems == (
+        "data.tilde must be string",
+        "data.space must be integer",
+        "data.index must be boolean",
+        "data.self must be boolean",
+    )
+
+
+@pytest.mark.parametrize(
+    ("ref", "why"),
+    [
+        (3, "the $ref at /properties/p is not a string"),
+        (
+            "other.json#",
+            "the $ref 'other.json#' at /properties/p points outside the schema; only '#...' "
+            "refs are followed and nothing is fetched",
+        ),
+        ("#p", "the $ref '#p' at /properties/p is not a JSON Pointer"),
+        ("#/anyOf/1", "the $ref '#/anyOf/1' at /properties/p leads nowhere"),
+        ("#/anyOf/first", "the $ref '#/anyOf/first' at /properties/p leads nowhere"),
+        ("#/anyOf/0/type/x", "the $ref '#/anyOf/0/type/x' at /properties/p leads nowhere"),
+        (
+            "#/a\tb",
+            "the $ref '#/a\\tb' at /properties/p holds a tab or line break, which URI parsing "
+            "drops; percent-encode it (%09, %0A, %0D)",
+        ),
+    ],
+)
+def test_rb3_a_ref_that_cannot_be_followed_is_refused_with_its_reason(
+    ref: object, why: str
+) -> None:
+    assert reason({"anyOf": [{"type": "string"}], "properties": {"p": {"$ref": ref}}}) == why
+
+
+@pytest.mark.parametrize("scope", ["$id", "id"])
+def test_rb3_a_ref_under_any_nested_id_is_refused(scope: str) -> None:
+    """Two levels below the $id too; a non-string $id is no base URI and changes nothing."""
+    inner = {"properties": {"b": {"properties": {"c": {"$ref": "#"}}}}}
+    assert reason({"properties": {"a": {scope: "x", **inner}}}) == (
+        "the $ref at /properties/a/properties/b/properties/c is inside a subschema with its "
+        "own $id/id"
+    )
+    assert reason({"properties": {"a": {scope: 3, **inner}}}) is None
+
+
 @pytest.mark.parametrize("raw", ["\n", "\t", "\r"])
 def test_rb3_a_ref_is_never_read_as_naming_another_subschema(raw: str) -> None:
     """URI parsing drops a raw tab or line break, so '#/$defs/a<LF>b' would check the
@@ -773,15 +934,6 @@ def test_rb3_huge_schema_is_rejected_by_size() -> None:
         compile_answer_schema(schema)
     with Stopwatch(), pytest.raises(SchemaRejectedError, match="bytes"):
         compile_answer_schema({"enum": ["é" * 1000 for _ in range(150)]})
-
-
-def reason(schema: Any, **limits: int) -> str | None:
-    """Why compiling ``schema`` under these limits is refused, or None if it compiles."""
-    try:
-        compile_answer_schema(schema, limits=SchemaLimits(**limits))
-    except SchemaRejectedError as exc:
-        return exc.reason
-    return None
 
 
 def test_rb3_schema_size_is_bounded_exactly() -> None:
@@ -1097,9 +1249,6 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
     assert validator.check("a" * 10_000).ok
     for bad in ("a" * 10_001, "a{4294967296}", "(" * 5000 + ")" * 5000, "\\"):
         assert validator.check(bad).problems == ("data must be regex",), bad[:20]
-
-
-DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
 
 @pytest.mark.parametrize(
