@@ -89,6 +89,10 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^(?=a+)b+b", 68),
         ("^(?:(?=a)b)+b", 67),  # a constant lookahead repeats with its iteration
         ("^(?:(?=a+)b)+b", 298),  # one that reads ahead re-reads: (5 + 2X) per iteration
+        ("^(?>ab)", 5),  # an atomic group is modelled as a group
+        ("^(?>a+)a", 56),
+        ("^(?:(?>a)b)+a", 67),
+        ("^a+a{0}", 25),  # a{0} matches nothing, so nothing follows a+
     ],
 )
 def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> None:
@@ -117,6 +121,8 @@ def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> No
         ("^.+\\n", 25),  # . is not a newline
         ("(?s)^.+\\n", 45),  # unless DOTALL
         ("(?i)^a+A", 45),  # case folding: assumed to overlap
+        ("(?i)^[a]+A", 45),
+        ("^[a]+A", 25),
         ("^[\x00-\xff]+[\u0100-\u0300]", 25),  # a listed range against a tested one
         ("^[\x00-\u0100]+[\u0101-\u0300]", 45),  # two tested ranges: assumed to overlap
         ("^[\x00-\xff\u0100-\u01ff]+[\u0200-\u0400]", 25),  # 512 characters are listed
@@ -142,6 +148,8 @@ def test_rb3_the_bound_is_checked_at_the_longest_input() -> None:
     )
     assert work("^a+a", 1000) == 5 + 4 * 1001
     assert accepted("^a+a")  # anchored: linear
+    assert work("^a+a", 999_997) == 3_999_997  # 5 + 4X
+    assert "steps on a 999998-character string" in refusal("^a+a", 999_998)  # 4,000,001
 
 
 def test_rb3_a_huge_bound_is_reported_capped() -> None:
