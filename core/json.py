@@ -199,14 +199,16 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
         if id(value) in active:
             raise _Fail("the value contains itself (a cycle)")
         active.add(id(value))
-        key: str | int = ""
+        key: str | int | None = None  # the member being frozen: the failure's path token
         try:
             if isinstance(value, Mapping):
                 out: dict[str, JSON] = {}
                 for key, v in value.items():
                     if type(key) is not str:
                         if not isinstance(key, str):
-                            raise _Fail(f"object key of type {type(key).__name__}, not str")
+                            bad = type(key).__name__
+                            key = None  # a bad key is this object's fault: its path, no token
+                            raise _Fail(f"object key of type {bad}, not str")
                         key = str.__str__(key)  # a StrEnum key: its text, as json.dumps
                     out[key] = _freeze(v, depth + 1, max_depth, active)
                 return frozen_unchecked(out)
@@ -215,13 +217,19 @@ def _freeze(value: Any, depth: int, max_depth: int, active: set[int]) -> JSON:
                 items.append(_freeze(v, depth + 1, max_depth, active))
             return tuple(items)
         except _Fail as exc:
-            if not exc.reason.startswith("object key"):
+            if key is not None:
                 exc.tokens.append(key)
             raise
         finally:
             active.discard(id(value))
     if t is PVec:
-        frozen = [_freeze(v, depth + 1, max_depth, active) for v in value]
+        frozen: list[JSON] = []
+        for index, v in enumerate(value):
+            try:
+                frozen.append(_freeze(v, depth + 1, max_depth, active))
+            except _Fail as exc:
+                exc.tokens.append(index)
+                raise
         same = all(a is b for a, b in zip(frozen, value, strict=True))
         return value if same else PVec.from_iterable(frozen)
     if isinstance(value, int):  # int subclasses such as IntEnum

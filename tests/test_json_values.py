@@ -132,6 +132,25 @@ def test_max_depth_counts_containers_exactly(max_depth: int) -> None:
     assert error.path.count("/") == max_depth
 
 
+def test_a_pvec_counts_as_one_level_of_nesting() -> None:
+    """An array read back from state (a PVec) nests as the list it stands for."""
+    inside = PVec.from_iterable([[["leaf"]]])  # three arrays
+    assert thaw(freeze(inside, max_depth=3)) == [[["leaf"]]]
+    assert refusal([inside], max_depth=3).reason == "nested deeper than 3 levels"
+
+
+def test_integers_of_up_to_4300_digits_are_json_and_longer_ones_are_refused() -> None:
+    """docs/reference.md: integers of more than ``MAX_INT_DIGITS`` (4,300) digits are
+    refused, the longest Python writes as text by default; the longest accepted is
+    written in full."""
+    longest = 10**4300 - 1  # 4300 nines
+    assert json.dumps(freeze([-longest, longest])) == f"[-{longest}, {longest}]"
+    for past in (10**4300, -(10**4300)):
+        assert str(refusal({"n": past})) == (
+            "not a JSON value at /n: an integer of more than 4300 digits cannot be written as JSON"
+        )
+
+
 # -- what freeze gives back -------------------------------------------------------------------
 
 
@@ -214,6 +233,13 @@ def test_a_frozen_dict_hashes_by_its_members_and_copies_as_itself() -> None:
     assert repr(one) == "FrozenDict({'a': 1, 'b': (2,)})"
 
 
+def test_a_frozen_dict_takes_no_attributes() -> None:
+    """Nothing can be hung on a state object either: it has no ``__dict__``."""
+    frozen = freeze({"a": 1})
+    with pytest.raises(AttributeError):
+        frozen.note = "x"  # type: ignore[attr-defined]
+
+
 # -- thaw, as_object, freeze_parsed, json_default ------------------------------------------
 
 
@@ -264,3 +290,31 @@ def test_json_default_writes_pvec_and_pmap_and_refuses_the_rest() -> None:
     assert json.dumps(value, default=json_default) == '{"v": [1, 2], "m": {"k": 1}}'
     with pytest.raises(TypeError, match=r"^Object of type set is not JSON serializable$"):
         json_default({1})
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ({"a": {1: "x"}}, "/a"),
+        ([{"k": {2: 1}}], "/0/k"),
+        ({"prefs": {"colours": {1: "red"}}}, "/prefs/colours"),
+    ],
+)
+def test_a_non_string_key_deep_inside_is_reported_at_the_object_holding_it(
+    value: object, path: str
+) -> None:
+    """``NotJSONError.path`` is a JSON Pointer to the value at fault: for a key that is
+    not a string, the object holding it. ``set_state({"prefs": {"colours": {1: "red"}}})``
+    must say ``/prefs/colours``, not ``/`` (the root, whose keys are all strings)."""
+    error = refusal(value)
+    assert error.path == path
+    assert str(error) == f"not a JSON value at {path}: object key of type int, not str"
+
+
+def test_a_value_inside_a_pvec_is_reported_at_its_index() -> None:
+    """``NotJSONError.path`` points at the value at fault inside an array read back from
+    state (a PVec) as inside a list: ``/a/1``, not the array's own ``/a``."""
+    for array in ([1, math.nan], PVec.from_iterable([1, math.nan])):
+        error = refusal({"a": array})
+        assert error.path == "/a/1"
+        assert str(error) == "not a JSON value at /a/1: nan has no JSON form"
