@@ -21,6 +21,7 @@ from interlude.adapters.fake import (
     started,
 )
 from interlude.adapters.resource import Resource
+from interlude.core import Options
 from interlude.core.errors import InvalidResumeError, ResumeProblem, StaleBatchError, UsageError
 from interlude.core.wire.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 
@@ -303,6 +304,74 @@ def test_an_argument_of_the_wrong_kind_is_a_usage_error_that_changes_nothing(cal
     assert chat.error is None and len(driver.requests) == 1
 
 
+WHOLE_MESSAGES: dict[str, tuple[Callable[[FakeDriver, Resource], Any], str]] = {
+    "chat(thread_id=5)": (
+        lambda d, r: d.chat(thread_id=5),  # type: ignore[arg-type]
+        "thread_id= takes a non-empty string, or None for a new id (got the int 5)",
+    ),
+    "set_thread_id('')": (
+        lambda d, r: r.set_thread_id(""),
+        "set_thread_id() takes a non-empty string, or None for a new id (got the str '')",
+    ),
+    "send(message_id=3)": (
+        lambda d, r: r.send("hi", message_id=3),  # type: ignore[arg-type]
+        "send(): message_id must be a non-empty string (got the int 3)",
+    ),
+    "send(None)": (
+        lambda d, r: r.send(None),  # type: ignore[arg-type]
+        "send() takes text, a UserMessage or a list of content parts, not None",
+    ),
+    "send([a part without a type])": (
+        lambda d, r: r.send([{"text": "x"}]),
+        "send(): content part 0 must be an object with a string 'type' "
+        '(such as {"type": "text", "text": "..."}), not the dict {\'text\': \'x\'}',
+    ),
+    "send(an id in the history)": (
+        lambda d, r: r.send("x", message_id="u1"),
+        "send(): message id 'u1' is already in the history; give a new id, or none to "
+        "have one generated",
+    ),
+    "set_messages('hi')": (
+        lambda d, r: r.set_messages("hi"),
+        "set_messages() takes a list of messages, not the str 'hi'",
+    ),
+    "set_messages([1])": (
+        lambda d, r: r.set_messages([UserMessage(id="u", content="a"), 1]),
+        "set_messages() item 1 is not a message (int); build messages with "
+        "interlude.core.wire (UserMessage, ...)",
+    ),
+    "set_messages([an empty id])": (
+        lambda d, r: r.set_messages([UserMessage(id="", content="a")]),
+        "set_messages() item 0 (user message): its id must be a non-empty string",
+    ),
+    "set_messages([a set inside])": (
+        lambda d, r: r.set_messages([UserMessage(id="u", content=({"type": "x", "v": {1}},))]),  # type: ignore[dict-item]
+        "set_messages() item 0 (user message 'u') cannot be sent: not a JSON value at "
+        "/content/0/v: a set has no JSON form",
+    ),
+    "completion(state={set})": (
+        lambda d, r: d.completion(state={"a": {1}}),
+        "state= takes a JSON value: not a JSON value at /a: a set has no JSON form",
+    ),
+    "set_input({1: 2})": (
+        lambda d, r: d.completion().set_input({1: 2}),
+        "set_input() takes a JSON value: not a JSON value at /: object key of type int, not str",
+    ),
+}
+
+
+@pytest.mark.parametrize("call", WHOLE_MESSAGES)
+def test_a_usage_error_says_which_call_what_it_takes_and_what_it_got(call: str) -> None:
+    """The whole message, as an application's log shows it: the call (or argument), what
+    it takes, and the value given, described by its type."""
+    make, message = WHOLE_MESSAGES[call]
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat(messages=[UserMessage(id="u1", content="first")])
+    with pytest.raises(UsageError) as caught:
+        make(driver, chat)
+    assert str(caught.value) == message
+
+
 @pytest.mark.parametrize(
     "send",
     [
@@ -348,6 +417,36 @@ def test_a_restored_history_never_gets_its_generated_ids_again() -> None:
     again.set_messages(saved)
     again.send("fourth question")
     assert again.messages[-1].id not in used
+
+
+@pytest.mark.parametrize(
+    ("history_id", "thread_id", "next_id"),
+    [
+        ("interlude-user-41", None, "interlude-msg-42"),
+        ("interlude-tool-" + "9" * 18, None, "interlude-msg-1" + "0" * 18),  # the longest read
+        ("interlude-user-" + "9" * 19, None, "interlude-msg-1"),  # longer: not one of ours
+        ("interlude-user-\u0664\u0662", None, "interlude-msg-1"),  # digits, but not ASCII
+        ("interlude-user-4a", None, "interlude-msg-1"),
+        ("interludeuser-50", None, "interlude-msg-1"),  # not under the prefix
+        ("x-interlude-user-60", None, "interlude-msg-1"),
+        ("u1", "interlude-thread-77", "interlude-msg-78"),  # a thread id counts too
+        ("u1", "interlude-thread-x", "interlude-msg-1"),
+    ],
+)
+def test_the_id_counter_starts_past_only_the_numbers_its_own_ids_could_carry(
+    history_id: str, thread_id: str | None, next_id: str
+) -> None:
+    """Generated ids are ``{prefix}-{kind}-{n}``: an id of that form in a restored history
+    (or the thread id) moves the counter past ``n``; an id the runtime could not have
+    generated (not under the prefix, not ASCII digits, over 18 of them) leaves it."""
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat(messages=[UserMessage(id=history_id, content="a")], thread_id=thread_id)
+    chat.send("b")
+    assert chat.messages[-1].id == next_id
+    history = [UserMessage(id=i, content="a") for i in ("p-user-5", "interlude-user-9")]
+    mine = driver.chat(Options(id_prefix="p"), messages=history)  # another prefix, another form
+    mine.send("b")
+    assert mine.messages[-1].id == "p-msg-6"
 
 
 def test_resume_problems_are_placed_at_their_interrupts_for_a_form() -> None:
