@@ -434,6 +434,99 @@ def test_long_arrays_become_persistent_vectors_that_act_as_tuples() -> None:
     assert type(grown["xs"]) is PVec
 
 
+ARRAY_OPS = [
+    {"op": "replace", "path": "/0", "value": -1},
+    {"op": "replace", "path": "/LAST", "value": -1},
+    {"op": "add", "path": "/-", "value": -1},
+    {"op": "add", "path": "/LAST", "value": -1},
+    {"op": "add", "path": "/0", "value": -1},
+    {"op": "remove", "path": "/LAST"},
+    {"op": "remove", "path": "/PENULT"},
+    {"op": "remove", "path": "/0"},
+    {"op": "move", "from": "/0", "path": "/LAST"},
+    {"op": "copy", "from": "/0", "path": "/-"},
+]
+
+
+@pytest.mark.parametrize("n", [62, 63, 64, 65, 66])
+@pytest.mark.parametrize("op", ARRAY_OPS, ids=lambda op: f"{op['op']}-{op['path']}")
+def test_arrays_are_persistent_vectors_exactly_from_64_items(n: int, op: dict[str, Any]) -> None:
+    """docs/reference.md: an array a patch leaves at least 64 (SHARE_FROM) items long is a
+    PVec; a shorter one is a tuple, as arrays are. Whichever it is, the patched value is
+    the same (what a reader sees); the type is what a user tests for (isinstance
+    Sequence, not tuple, as documented), and the sharing it brings is white-box. A patch
+    into a PVec, as well as into a tuple, keeps to that rule at every length near it."""
+    plain = list(range(n))
+    last = {"LAST": str(n - 1), "PENULT": str(n - 2)}
+    for key in ("path", "from"):
+        if key in op:
+            op = {**op, key: re.sub("LAST|PENULT", lambda m: last[m[0]], op[key])}
+    expected = ref_apply(plain, [op])
+    starts: list[Any] = [tuple(plain)]
+    if n >= 64:  # the PVec a patch made of it
+        starts.append(apply_patch(tuple(plain), fz([{"op": "replace", "path": "/0", "value": 0}])))
+        assert type(starts[-1]) is PVec
+    for doc in starts:
+        got: Any = apply_patch(doc, fz([op]))
+        assert list(got) == expected and got == tuple(expected)
+        assert type(got) is (PVec if len(expected) >= 64 else tuple), (type(doc), len(expected))
+        assert list(doc) == plain  # the input is unchanged
+        inside = {k: "/xs" + v if k in ("path", "from") else v for k, v in op.items()}
+        nested: Any = apply_patch(fz({"xs": doc}), fz([inside]))
+        assert type(nested["xs"]) is type(got) and nested["xs"] == got
+
+
+OBJECT_OPS = [
+    {"op": "replace", "path": "/k0", "value": -1},
+    {"op": "add", "path": "/new", "value": -1},
+    {"op": "remove", "path": "/k0"},
+    {"op": "replace", "path": "/k0/inner", "value": -1},
+]
+
+
+@pytest.mark.parametrize("n", [1022, 1023, 1024, 1025])
+@pytest.mark.parametrize("op", OBJECT_OPS, ids=lambda op: f"{op['op']}-{op['path']}")
+def test_objects_are_persistent_maps_exactly_from_1024_members(n: int, op: dict[str, Any]) -> None:
+    """docs/reference.md: an object of at least 1024 (SHARE_MEMBERS_FROM) members that a
+    patch changes (directly, or on the path to a change) is a PMap; a narrower one
+    stays a FrozenDict. The patched value is the same either way (members' order
+    included); the type is what a user tests for (isinstance Mapping, as documented)."""
+    plain = {f"k{i}": {"inner": i} for i in range(n)}
+    expected = ref_apply(plain, [op])
+    got: Any = apply_patch(fz(plain), fz([op]))
+    assert list(got.items()) == list(fz(expected).items())
+    assert type(got) is (PMap if n >= 1024 else FrozenDict), n
+    # Below the root a narrow object on the path stays a FrozenDict, a wide one too
+    # whenever it only sits beside the path.
+    doc = fz({"wide": plain, "narrow": {"a": {"b": 0}}})
+    deep: Any = apply_patch(doc, fz([{"op": "replace", "path": "/narrow/a/b", "value": 1}]))
+    assert type(deep["narrow"]) is FrozenDict and type(deep["narrow"]["a"]) is FrozenDict
+    assert deep["wide"] is doc["wide"]
+    # A second patch into a PMap keeps it one (it is not copied back, even if narrower).
+    again: Any = apply_patch(got, fz([{"op": "add", "path": "/again", "value": 0}]))
+    assert type(again) is (PMap if len(got) >= 1024 or type(got) is PMap else FrozenDict)
+    assert list(again)[-1] == "again"
+    assert list(again.items())[:-1] == list(got.items())
+
+
+def test_a_document_of_plain_dicts_is_read_never_changed_and_frozen_on_the_path() -> None:
+    """A document holding plain dicts (JSON a caller did not freeze) can be patched:
+    every op reads through them, none changes them, and the result is frozen JSON, as
+    if the document had been frozen first."""
+    for op, expected in [
+        ({"op": "replace", "path": "/a/b", "value": 5}, {"b": 5, "c": 2}),
+        ({"op": "add", "path": "/a/d", "value": 5}, {"b": 1, "c": 2, "d": 5}),
+        ({"op": "remove", "path": "/a/b"}, {"c": 2}),
+        ({"op": "move", "from": "/a/b", "path": "/a/e"}, {"c": 2, "e": 1}),
+    ]:
+        doc = {"a": {"b": 1, "c": 2}, "keep": {"x": 1}}
+        new: Any = apply_patch(doc, fz([op]))
+        assert doc == {"a": {"b": 1, "c": 2}, "keep": {"x": 1}}
+        assert type(new) is FrozenDict and type(new["a"]) is FrozenDict
+        assert list(new["a"].items()) == list(expected.items())
+        assert new["keep"] == {"x": 1} and type(new["keep"]) is FrozenDict  # frozen too
+
+
 # -- structural sharing -----------------------------------------------------------
 
 
@@ -504,6 +597,22 @@ def test_copy_and_move_share_the_value() -> None:
     assert copied["b"]["c"] is doc["a"] and copied["a"] is doc["a"]
     moved: Any = apply_patch(doc, (fz({"op": "move", "from": "/a/deep", "path": "/b/d"}),))
     assert moved["b"]["d"] is doc["a"]["deep"]
+
+
+def test_persistent_values_in_ops_are_frozen_json_and_shared_as_they_are() -> None:
+    """A value taken from an earlier patched state (a PVec or a PMap) is frozen JSON: an
+    op that adds it shares that very object, as it does a tuple or FrozenDict, rather
+    than refusing it or copying it."""
+    vec = PVec.from_iterable(range(100))
+    wide = PMap.from_mapping({f"k{i}": i for i in range(3)})
+    for value in (vec, wide, (1,), fz({"a": 1}), "s", 1.5, None, True):
+        for op in ("add", "replace"):
+            new: Any = apply_patch(
+                fz({"x": 0}), (frozen_unchecked({"op": op, "path": "/x", "value": value}),)
+            )
+            assert new["x"] is value
+            test = frozen_unchecked({"op": "test", "path": "/x", "value": value})
+            assert apply_patch(new, (test,)) is new
 
 
 def test_big_document_copies_only_the_path() -> None:
@@ -600,6 +709,151 @@ def test_errors(ops: Any, fragment: str) -> None:
         apply_patch(doc, ops)
     assert fragment in str(e.value)
     assert len(str(e.value)) < 300  # never dumps huge paths or values
+
+
+LONG = "k" * 100
+K80 = "k" * 80
+
+
+@pytest.mark.parametrize(
+    ("ops", "message"),
+    [
+        ("not a list", "a patch must be an array of operations, not str"),
+        ([1], "operation 0: an operation must be an object, not int"),
+        ([{"path": "/a", "value": 1}], "operation 0 at '/a': missing 'op'"),
+        ([{"op": "frobnicate", "path": "/a"}], "operation 0 at '/a': unknown op 'frobnicate'"),
+        ([{"op": ["add"], "path": "/a"}], "operation 0 at '/a': 'op' must be a string, not list"),
+        ([{"op": "add", "value": 1}], "operation 0: missing 'path'"),
+        ([{"op": "add", "path": 5, "value": 1}], "operation 0: 'path' must be a string, not int"),
+        ([{"op": "add", "path": "/a"}], "operation 0 at '/a': missing 'value'"),
+        (
+            [{"op": "add", "path": "/a", "value": [1]}],
+            "operation 0 at '/a': 'value' is a list, not frozen JSON (freeze() it)",
+        ),
+        (
+            [{"op": "add", "path": "/a", "value": float("inf")}],
+            "operation 0 at '/a': 'value' is not a finite number",
+        ),
+        ([{"op": "move", "path": "/a"}], "operation 0 at '/a': missing 'from'"),
+        (
+            [{"op": "copy", "from": "/nope", "path": "/a"}],
+            "operation 0 at '/a': from '/nope': no member 'nope'",
+        ),
+        (
+            [{"op": "move", "from": 3, "path": "/a"}],
+            "operation 0 at '/a': 'from': a pointer must be a string, not int",
+        ),
+        (
+            [{"op": "copy", "from": "/xs/-", "path": "/a"}],
+            "operation 0 at '/a': from '/xs/-': '-' names no existing element"
+            " (only 'add' may use it)",
+        ),
+        (
+            [{"op": "add", "path": "a", "value": 1}],
+            "operation 0 at 'a': a pointer must be empty or start with '/'",
+        ),
+        (
+            [{"op": "test", "path": "/~2", "value": 1}],
+            "operation 0 at '/~2': '~' must be followed by '0' or '1'",
+        ),
+        ([{"op": "remove", "path": ""}], "operation 0 at '': cannot remove the whole document"),
+        (
+            [{"op": "add", "path": "/xs/01", "value": 1}],
+            "operation 0 at '/xs/01': '01' is not an array index",
+        ),
+        (
+            [{"op": "add", "path": "/xs/3", "value": 1}],
+            "operation 0 at '/xs/3': index '3' is out of range for an array of 2",
+        ),
+        (
+            [{"op": "test", "path": "/n", "value": 1}, {"op": "remove", "path": "/xs/2"}],
+            "operation 1 at '/xs/2': index '2' is out of range for an array of 2",
+        ),
+        (
+            [{"op": "replace", "path": "/xs/-", "value": 1}],
+            "operation 0 at '/xs/-': '-' names no existing element (only 'add' may use it)",
+        ),
+        ([{"op": "remove", "path": "/o/a"}], "operation 0 at '/o/a': no member 'a'"),
+        ([{"op": "add", "path": "/o/a/b", "value": 1}], "operation 0 at '/o/a/b': no member 'a'"),
+        (
+            [{"op": "add", "path": "/n/a", "value": 1}],
+            "operation 0 at '/n/a': cannot add 'a' in a int",
+        ),
+        (
+            [{"op": "test", "path": "/n/a/b", "value": 1}],
+            "operation 0 at '/n/a/b': cannot look up 'a' in a int",
+        ),
+        (
+            [{"op": "remove", "path": "/n/a/b"}],
+            "operation 0 at '/n/a/b': cannot look up 'a' in a int",
+        ),
+        (
+            [{"op": "move", "from": "/o", "path": "/o/x"}],
+            "operation 0 at '/o/x': cannot move a value into one of its own children",
+        ),
+        (
+            [{"op": "test", "path": "/n", "value": True}],
+            "operation 0 at '/n': test failed: the value differs",
+        ),
+        (
+            [{"op": "remove", "path": "/o/" + LONG}],
+            f"operation 0 at '/o/{K80[:77]}'… (103 chars): no member '{K80}'… (100 chars)",
+        ),
+    ],
+)
+def test_error_messages_say_which_op_failed_where_and_why(ops: Any, message: str) -> None:
+    """R-J2: an invalid STATE_DELTA fails the run with this text in its protocol error
+    (``invalid STATE_DELTA patch: ...``), so it must name the operation, its path and
+    what was wrong, in words a reader can act on, with long tokens cut short. The
+    same parts are on the exception for code: ``index``, ``path`` and ``reason``."""
+    doc = fz({"xs": [1, 2], "o": {}, "n": 1})
+    with pytest.raises(PatchError) as e:
+        apply_patch(doc, ops)
+    assert str(e.value) == message
+    assert message.endswith(": " + e.value.reason) or message == e.value.reason
+    op = ops[e.value.index] if e.value.index is not None else None
+    path = op.get("path") if isinstance(op, dict) else None
+    assert e.value.path == (path if isinstance(path, str) else None)
+
+
+def test_R_J2_the_run_error_of_an_invalid_state_delta_says_what_the_patch_error_says() -> None:
+    """R-J2: a STATE_DELTA that fails is a non-retryable protocol error, the state stays
+    as it was, and the resource's ``error`` carries the patch's own words (which op,
+    where, why), which is how a user learns what the agent got wrong."""
+    from interlude.adapters.fake import FakeDriver, ScriptedAgent, finished, reply, started
+    from interlude.core.errors import ProtocolError
+
+    bad = [{"op": "add", "path": "/a", "value": 2}, {"op": "remove", "path": "/b"}]
+
+    def agent(req: Any) -> Any:
+        return reply(started(req), {"type": "STATE_DELTA", "delta": bad}, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(agent))
+    chat = driver.chat(state={"a": 1})
+    chat.send("go")
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError) and chat.error.retryable is False
+    assert "invalid STATE_DELTA patch: operation 1 at '/b': no member 'b'" in str(chat.error)
+    assert thaw(chat.state) == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("pointer", "message"),
+    [
+        ("x", "at 'x': a pointer must be empty or start with '/'"),
+        ("/~", "at '/~': '~' must be followed by '0' or '1'"),
+        ("/a~x", "at '/a~x': '~' must be followed by '0' or '1'"),
+        (3, "a pointer must be a string, not int"),
+        ("/a" * 513, f"at '{'/a' * 40}'… (1026 chars): a pointer may have at most 512 tokens"),
+    ],
+)
+def test_parse_pointer_errors_say_why(pointer: Any, message: str) -> None:
+    """A pointer's error names the pointer (cut short when long) and the rule it broke;
+    512 tokens are the most a pointer may have (MAX_DEPTH), 513 one too many."""
+    with pytest.raises(PatchError) as e:
+        parse_pointer(pointer)
+    assert str(e.value) == message and e.value.index is None
+    assert len(parse_pointer("/a" * 512)) == 512
 
 
 def test_deep_values_do_not_recurse() -> None:
