@@ -784,6 +784,30 @@ def test_rb3_handlers_refuse_every_scheme(monkeypatch: pytest.MonkeyPatch) -> No
     assert "anything" in handlers and len(handlers) == 0 and not list(handlers)
 
 
+def test_rb3_generating_the_checker_refuses_what_fastjsonschema_cannot_do() -> None:
+    """White-box (vetting refuses these first): a remote $ref is never fetched, and
+    fastjsonschema failing on a schema is a rejection, with its own words."""
+    with pytest.raises(SchemaRejectedError) as info:
+        schema_code.generate({"$ref": "http://x/a.json"}, {})
+    assert info.value.reason == "it refers to 'http://x/a.json', which is never fetched"
+    with pytest.raises(SchemaRejectedError) as info:
+        schema_code.generate({"items": {"$ref": "#/const"}, "const": 3}, {})
+    assert info.value.reason.startswith("fastjsonschema cannot compile it (TypeError: ")
+
+
+def test_rb3_regexes_in_the_generated_checker_are_vetted_again() -> None:
+    """White-box: a regex the schema walk missed is still vetted before the checker runs."""
+    source = "import re\nREGEX_PATTERNS = {'x': re.compile('(a+)+$')}\n" + CHECKER.replace(
+        "{body}", "pass"
+    )
+    with pytest.raises(SchemaRejectedError) as info:
+        schema_code.load(source, SchemaLimits())
+    assert info.value.reason == (
+        "a generated regex ('(a+)+$') nests a variable quantifier or ambiguous alternation "
+        "in a quantifier"
+    )
+
+
 def test_rb3_local_refs_work() -> None:
     schema = {
         "definitions": {"flag": {"type": "boolean"}, "a/b": {"type": "integer"}},
@@ -943,6 +967,7 @@ def test_rb3_schema_size_is_bounded_exactly() -> None:
     assert reason({"enum": ["x" * 28]}, max_bytes=40) == "it is 41 bytes as JSON, over 40"
     assert reason({"enum": ["x" * 36]}, max_bytes=40) == "it is 49 bytes as JSON, over 40"
     assert reason({"enum": ["x" * 37]}, max_bytes=40) == "it holds over 40 characters (at /enum/0)"
+    assert reason({"k" * 41: 1}, max_bytes=40) == "it holds over 40 characters (at /)"  # keys too
 
 
 def test_rb3_schema_node_count_is_bounded_exactly() -> None:
