@@ -382,6 +382,11 @@ def test_rb3_booleans_that_are_schemas_or_data_are_not_numbers() -> None:
         ({"multipleOf": 0}, "multipleOf at / is 0, not positive"),
         ({"multipleOf": -1.5}, "multipleOf at / is -1.5, not positive"),
         ({"required": [3]}, "'required' at / holds 3"),
+        (  # fastjsonschema reads a pattern's $ as \Z, also in a class, where it is invalid
+            {"pattern": "[$]"},
+            "the pattern at / ('[\\\\Z]') is not a valid regular expression (bad escape \\Z "
+            "at position 1)",
+        ),
         (
             {"prefixItems": [], "items": {}},
             "the object at / uses draft 2020-12 prefixItems with items, which fastjsonschema "
