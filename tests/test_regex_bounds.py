@@ -93,6 +93,9 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^(?>a+)a", 56),
         ("^(?:(?>a)b)+a", 67),
         ("^a+a{0}", 25),  # a{0} matches nothing, so nothing follows a+
+        ("^(?:a|)b", 8),  # an empty branch: two ways
+        ("^(?:ab|)c", 9),
+        ("^a+[^a]a", 26),  # [^a] is one character, so a does not follow a+
     ],
 )
 def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> None:
@@ -112,6 +115,12 @@ def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> No
         ("(?a)^[\\D]+5", 45),  # ASCII-only \\D: not modelled, assumed to overlap
         ("(?a)^[\\d]+a", 25),
         ("^\\w+\\d", 45),
+        ("^\\w+_", 45),
+        ("^\\W+_", 25),
+        ("^\\w+-", 25),
+        ("(?i)^a+\\Z", 25),  # case folding, but nothing continues into the very end
+        ("^[\u0100-\u0300]+a", 25),  # a tested range
+        ("^[\u0100-\u0300]+\u0200", 45),
         ("^[a-z]+\\d", 25),
         ("^[a-z]+[0-9]", 25),
         ("^[a-z]+[x-z]", 45),
@@ -171,6 +180,9 @@ def test_rb3_a_huge_bound_is_reported_capped() -> None:
         ("^(?:a+)+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("^(?:a?)*", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("^(?:a|a){11}", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        ("^(?:(a?)b+)+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        ("^(?:\\b)*a", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        ("^(?:(?=a))+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("\\\\(" * 33 + ")" * 33, "nests groups more than 32 deep"),  # \\\\ is a backslash
         ("(a|" * 21 + "b" + ")" * 21, "nests too deeply"),
