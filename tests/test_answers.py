@@ -468,6 +468,15 @@ def test_rb3_every_limit_must_be_a_positive_int(name: str, bad: object) -> None:
     assert getattr(SchemaLimits(**{name: 1}), name) == 1
 
 
+def test_rb3_limits_are_keyword_only_and_frozen() -> None:
+    """docs/answers.md: all keyword arguments; a compiled validator's limits cannot change."""
+    with pytest.raises(TypeError):
+        SchemaLimits(1024)  # type: ignore[misc]
+    limits = SchemaLimits(max_depth=4)
+    with pytest.raises(AttributeError):
+        limits.max_depth = 5  # type: ignore[misc]
+
+
 def test_rb3_a_rejection_reads_as_reason_then_what_to_do() -> None:
     """str(SchemaRejectedError) is the sentence an application can show or log."""
     error = SchemaRejectedError("it is 41 bytes as JSON, over 40")
