@@ -38,6 +38,7 @@ APPROVAL = {
     "required": ["approved"],
     "additionalProperties": False,
 }
+DRAFT_04 = "http://json-schema.org/draft-04/schema#"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 SHORT = {"max_pattern_input_length": 12}
 SAFETY_BOUND_S = 2.0  # a generous wall-clock safety bound, not a performance claim
@@ -1278,6 +1279,8 @@ def test_rb3_idn_hostnames_are_bounded_in_their_ascii_form() -> None:
     assert not validator.check("bücher." * 35 + "de").ok  # 247 characters, 492 in ASCII
     for bad in ("-bücher.example", "bücher-.example", "a。-bücher", "a．bücher-"):
         assert validator.check(bad).problems == ("data must be idn-hostname",), bad
+    draft4 = compile_answer_schema({"$schema": DRAFT_04, "format": "idn-hostname"})
+    assert draft4.check("-bücher.example").ok  # draft-04 has no idn-hostname format
 
 
 def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
