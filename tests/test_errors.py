@@ -233,8 +233,18 @@ def test_from_status_writes_a_long_wait_in_whole_seconds(
     assert error.retry_after == retry_after
 
 
-@pytest.mark.parametrize("retry_after", ["5", True, float("nan"), b"5"])
-def test_a_retry_after_that_is_not_seconds_is_a_usage_error(retry_after: object) -> None:
+@pytest.mark.parametrize(
+    ("retry_after", "named"),
+    [
+        ("5", "a str '5'"),
+        (True, "a bool True"),
+        (float("nan"), "a float nan"),
+        (b"5", "a bytes b'5'"),
+    ],
+)
+def test_a_retry_after_that_is_not_seconds_is_a_usage_error(
+    retry_after: object, named: str
+) -> None:
     """The reducer compares the wait with numbers: text there (an unparsed header), a
     bool or a NaN is refused where the driver made it, naming the fix."""
     for make in (
@@ -244,9 +254,8 @@ def test_a_retry_after_that_is_not_seconds_is_a_usage_error(retry_after: object)
         with pytest.raises(err.UsageError) as caught:
             make()
         assert str(caught.value) == (
-            f"TransportError: retry_after must be seconds (a number) or None, not "
-            f"{err.a_type(retry_after)} {err.quote(retry_after)}: parse the Retry-After "
-            "header first (interlude.adapters.httpx.retry_after does)"
+            f"TransportError: retry_after must be seconds (a number) or None, not {named}: "
+            "parse the Retry-After header first (interlude.adapters.httpx.retry_after does)"
         )
 
 
