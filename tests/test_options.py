@@ -8,6 +8,7 @@ later from deep inside a send (a typo in ``expiry`` used to behave as
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
@@ -307,12 +308,40 @@ WRONG_OPTIONS: dict[str, tuple[dict[str, Any], str]] = {
     "local_tools empty name": ({"local_tools": [""]}, r"local_tools takes tool names \(non-empty"),
     "local_tools number": ({"local_tools": ["a", 1]}, r"local_tools takes tool names \(non-empty"),
     "context text": ({"context": "note"}, "context takes a list of Context, not str"),
+    "tools a Tool": (
+        {"tools": Tool(name="t", description="d")},
+        "tools takes a list of Tool, not Tool$",
+    ),
+    "tools of text": (
+        {"tools": ["t"]},
+        "tools item 0 is a str, not a Tool; declare tools with interlude.core.wire.Tool",
+    ),
+    "tool parameters not JSON": (
+        {"tools": [Tool(name="t", description="d", parameters={"x": float("inf")})]},
+        r"tools item 0 \('t'\) parameters takes a JSON value: not a JSON value at /x",
+    ),
+    "local_tools text": (
+        {"local_tools": "t"},
+        "local_tools takes a list or set of tool names, not str$",
+    ),
+    "forwarded_props not JSON": (
+        {"forwarded_props": {"a": b"x"}},
+        "forwarded_props takes a JSON value: not a JSON value at /a",
+    ),
+    "context description number": (
+        {"context": [Context(description=1, value="v")]},  # type: ignore[arg-type]
+        r"context item 0 must be a Context\(description=..., value=...\) of two strings",
+    ),
     "context value number": (
         {"context": [Context(description="d", value=1)]},  # type: ignore[arg-type]
         r"context item 0 must be a Context\(description=..., value=...\) of two strings",
     ),
     "tool without a name": (
         {"tools": [Tool(name="", description="d")]},
+        "tools item 0: a Tool's name and description are text",
+    ),
+    "tool name a number": (
+        {"tools": [Tool(name=5, description="d")]},  # type: ignore[arg-type]
         "tools item 0: a Tool's name and description are text",
     ),
     "tool description None": (
@@ -415,6 +444,7 @@ def test_the_seed_is_the_policys_or_else_derived_from_the_id_prefix() -> None:
     by_prefix = {p: [policy.delay(1, d, p) for d in range(20)] for p in ("a", "b", "")}
     assert by_prefix["a"] != by_prefix["b"] != by_prefix[""]
     assert [policy.delay(1, d, "a") for d in range(20)] == by_prefix["a"]
+    assert [policy.delay(1, d) for d in range(20)] == by_prefix[""]  # no prefix: ""
     seeded = RetryPolicy(jitter_seed=5)
     assert [seeded.delay(1, d, "a") for d in range(20)] == [
         seeded.delay(1, d, "b") for d in range(20)
@@ -422,3 +452,19 @@ def test_the_seed_is_the_policys_or_else_derived_from_the_id_prefix() -> None:
     assert [seeded.delay(1, d) for d in range(20)] != [
         RetryPolicy(jitter_seed=6).delay(1, d) for d in range(20)
     ]
+
+
+# -- the modules' public names -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "module", ["answers", "entries", "intake", "options", "selectors"], ids=str
+)
+def test_a_star_import_gives_every_name_a_module_lists(module: str) -> None:
+    """``from interlude.core.options import *`` (and its neighbours) must not fail on a
+    name ``__all__`` lists but the module lacks."""
+    namespace: dict[str, Any] = {}
+    exec(f"from interlude.core.{module} import *", namespace)
+    imported = set(namespace) - {"__builtins__"}
+    listed = set(importlib.import_module(f"interlude.core.{module}").__all__)
+    assert imported == listed and listed
