@@ -577,6 +577,25 @@ def test_array_add_remove_share_elements() -> None:
     assert all(a is b for a, b in zip(removed["xs"], items[1:], strict=True))
 
 
+def test_replacing_or_appending_in_a_long_array_copies_no_more_than_a_path() -> None:
+    """docs/design.md: a patch into an array of 64 items or more copies O(log32 n) slots,
+    not the array, for a ``replace`` and for an ``add`` at the end (an agent streaming
+    rows into a table). White-box: the trie's other nodes are the old version's."""
+    made_long = fz([{"op": "replace", "path": "/xs/0", "value": 0}])
+    doc: Any = apply_patch(fz({"xs": list(range(10_000))}), made_long)
+    xs = doc["xs"]
+    for op in (
+        {"op": "replace", "path": "/xs/5000", "value": -1},
+        {"op": "add", "path": "/xs/-", "value": -1},
+        {"op": "add", "path": "/xs/10000", "value": -1},
+    ):
+        new: Any = apply_patch(doc, fz([op]))
+        assert list(new["xs"]) == ref_apply(list(range(10_000)), [{**op, "path": op["path"][3:]}])
+        assert type(new["xs"]) is PVec and new["xs"]._shift == xs._shift
+        changed = [a is not b for a, b in zip(new["xs"]._root, xs._root, strict=True)]
+        assert sum(changed) <= 1
+
+
 def test_removing_the_last_item_of_a_long_array_copies_no_more_than_a_path() -> None:
     """An agent that keeps a stack in the state (add at /-, remove the last index) pays
     per patch for a path of the array's trie, not a copy of the whole array."""
