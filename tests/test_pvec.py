@@ -7,6 +7,7 @@ import operator
 import pickle
 from collections.abc import Sequence
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -186,6 +187,29 @@ def test_value_semantics() -> None:
     assert pickle.loads(pickle.dumps(v)) == v and copy.deepcopy(v) == v
 
 
+class Unequal:
+    """An item whose ``==`` fails loudly: a comparison that reaches the items shows."""
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("items compared")
+
+    __hash__ = object.__hash__
+
+
+def test_versions_sharing_a_trie_or_a_tail_are_told_apart() -> None:
+    """Versions of a vector share their trie (an append or a pop in the tail) or their
+    tail (a set in the trie): equality still compares items, so a changed state never
+    passes for the old one. A vector is equal to itself without its items being
+    compared: O(1), as a tuple's ``t == t``."""
+    v: PVec[int] = PVec.from_iterable(range(100))
+    for other in (v.append(100), v.pop(), v.set(0, -1), v.set(99, -1), v.set(40, -1)):
+        assert v != other and other != v and operator.eq(v, other) is False
+    assert v == v.set(0, 0) and v.set(99, 99) == v  # another version with the same items
+    loud = PVec.from_iterable([Unequal()] * 40)
+    assert loud == loud and operator.ne(loud, loud) is False
+    assert PVec.from_iterable([]) is PVec.empty() and PVec.empty().extend([]) is PVec.empty()
+
+
 def test_it_concatenates_repeats_and_orders_as_its_tuple_does() -> None:
     """A patch turns an array of SHARE_FROM items or more into a PVec; code written for
     the tuple it was (``state["items"] + (item,)``, sorting) must keep working then."""
@@ -260,6 +284,17 @@ def test_rope_value_semantics() -> None:
     assert pickle.loads(pickle.dumps(a)) == a
     with pytest.raises(AttributeError):
         a._len = 0
+
+
+def test_comparing_with_other_kinds_defers_to_them() -> None:
+    """``==`` with something that is not a sequence (or not text) is False, and lets the
+    other side decide first, as tuples and strings do: ``unittest.mock.ANY`` (how tests
+    leave a field unchecked) equals a PVec and a Rope."""
+    v, rope = PVec.from_iterable([1, 2]), Rope("ab")
+    for ours, same in ((v, (1, 2)), (rope, "ab")):
+        for other in (5, None, {1: 2}):
+            assert operator.eq(ours, other) is False and operator.ne(ours, other) is True
+        assert ours == mock.ANY and operator.eq(ours, same) is True
 
 
 def test_rope_many_deltas() -> None:
