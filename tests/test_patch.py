@@ -818,6 +818,10 @@ K80 = "k" * 80
             [{"op": "remove", "path": "/o/" + LONG}],
             f"operation 0 at '/o/{K80[:77]}'… (103 chars): no member '{K80}'… (100 chars)",
         ),
+        (
+            [{"op": "remove", "path": "/o/" + K80}],  # 80 characters are shown whole
+            f"operation 0 at '/o/{K80[:77]}'… (83 chars): no member '{K80}'",
+        ),
     ],
 )
 def test_error_messages_say_which_op_failed_where_and_why(ops: Any, message: str) -> None:
@@ -1080,3 +1084,21 @@ def test_copies_cannot_multiply_the_document_past_a_budget() -> None:
     copied = apply_patch(doc, freeze([{"op": "copy", "from": "/a", "path": "/b"}] * 400))
     assert copied["b"] is doc["a"]  # type: ignore[index]
     assert MAX_COPIED == 1_000_000
+
+
+def test_the_copy_budget_counts_every_value_and_allows_exactly_a_million() -> None:
+    """The budget counts containers and scalars alike, in all of a patch's copies: an
+    array of 999,999 numbers is 1,000,000 values, so copying it is allowed, and any
+    further copied value in the same patch, one number, is one too many; so is an
+    array of 1,000,000 numbers copied once."""
+    doc = frozen_unchecked({"a": tuple(range(999_999)), "n": 0})
+    whole = fz([{"op": "copy", "from": "/a", "path": "/b"}])
+    assert apply_patch(doc, whole)["b"] is doc["a"]  # type: ignore[index]
+    one_more = fz([*whole, {"op": "copy", "from": "/n", "path": "/m"}])
+    with pytest.raises(PatchError, match="copies more than 1,000,000") as caught:
+        apply_patch(doc, one_more)
+    assert caught.value.index == 1
+    too_big = frozen_unchecked({"a": tuple(range(1_000_000))})  # 1,000,001 values
+    with pytest.raises(PatchError, match="copies more than 1,000,000") as caught:
+        apply_patch(too_big, whole)
+    assert caught.value.index == 0
