@@ -243,6 +243,14 @@ def test_it_concatenates_repeats_and_orders_as_its_tuple_does() -> None:
         v < [0]  # noqa: B015 (as a tuple with a list: no order)
 
 
+def test_repeating_once_reuses_the_vector() -> None:
+    """``v * 1`` is ``v`` itself, as ``t * 1`` is ``t`` for a tuple: the vector is immutable,
+    so code that repeats a state's array by a count of 1 copies nothing."""
+    v = PVec.from_iterable(range(100))
+    assert v * 1 is v and 1 * v is v
+    assert list(v * 2) == [*range(100), *range(100)] and (v * 0) is PVec.empty()
+
+
 def test_immutable() -> None:
     v = PVec.from_iterable([1])
     with pytest.raises(AttributeError):
