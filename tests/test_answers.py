@@ -1309,6 +1309,7 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
         ({"dependencies": {"a": ["b", "c"]}}, 143),  # one check per dependency name too
         ({"properties": {"a": {"type": "string"}}}, 71),  # 12 + 14 + (29 + 16)
         ({"properties": {"k" * 32: {"type": "string"}}}, 77),  # a 32-character key: path + 2
+        ({"allOf": [{"type": "string"}]}, 71),  # 12 + 2 * 7 for the list + (29 + 16)
         ({"definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s"}, 122),
         (  # the $ref's target is repeated in the checks of the object holding it
             {
