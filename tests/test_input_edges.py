@@ -180,14 +180,14 @@ def test_R_J2_messages_read_while_streaming_show_the_text_so_far_however_read() 
     assert view[1:] == view[-1:] == (so_far,) and view[::-1][0] == so_far
     assert list(view) == [UserMessage(id="u1", content="hi"), so_far]
     assert view == [UserMessage(id="u1", content="hi"), so_far] and view != [so_far]
-    assert "'Hel'" in repr(view)
+    assert repr(view).startswith("MessageView([UserMessage(") and "'Hel'" in repr(view)
     assert view != [so_far, so_far] and view != [so_far]  # equal item by item, and as long
     assert view != [UserMessage(id="u1", content="hi")]  # a prefix is not equal
     assert (view == 5) is False and (view != 5) is True  # not a sequence: not equal
     empty = driver.chat().messages
     assert empty == [] and empty == () and empty != ""  # text is not a sequence of messages
     for index in (2, -3):
-        with pytest.raises(IndexError, match="message index out of range"):
+        with pytest.raises(IndexError, match=r"^message index out of range$"):
             view[index]
     _released(driver, 1)
     assert chat.messages[-1].content == "Hello" and view[-1] == so_far  # a view stays as read
@@ -303,6 +303,7 @@ def test_the_output_skips_tool_results_to_the_assistant_message_before_them() ->
     chat = driver.chat(messages=history)
     assert chat.output == selectors.output(chat.core_state) == "answer"
     assert driver.chat(messages=history[2:]).output is None
+    assert driver.chat(messages=history[1:]).output == "answer"  # the first message, too
     assert driver.chat(messages=history[:1]).output is None
 
 

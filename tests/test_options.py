@@ -468,3 +468,15 @@ def test_a_star_import_gives_every_name_a_module_lists(module: str) -> None:
     imported = set(namespace) - {"__builtins__"}
     listed = set(importlib.import_module(f"interlude.core.{module}").__all__)
     assert imported == listed and listed
+
+
+def test_the_jitter_factor_is_splitmix64_of_the_draw_under_seed_zero() -> None:
+    """docs/failures.md: the factor is a splitmix64 hash, so another implementation can
+    reproduce the waits. Under seed 0 the draw is the generator's state: 1234567 gives
+    6457827717110365317, the first output of the reference splitmix64.c for that seed
+    (its published test vector), and the factor is ``1 + jitter * (2 * unit - 1)``."""
+    policy = RetryPolicy(base_delay=1.0, jitter=0.5, jitter_seed=0)
+    gamma = 0x9E3779B97F4A7C15  # the generator's step: the next state gives the next output
+    for state, output in [(1234567, 6457827717110365317), (1234567 + gamma, 3203168211198807973)]:
+        unit = output / 2**64
+        assert policy.delay(1, state) == pytest.approx(1.0 + 0.5 * (2 * unit - 1), rel=1e-12)
