@@ -479,4 +479,4 @@ def test_the_jitter_factor_is_splitmix64_of_the_draw_under_seed_zero() -> None:
     gamma = 0x9E3779B97F4A7C15  # the generator's step: the next state gives the next output
     for state, output in [(1234567, 6457827717110365317), (1234567 + gamma, 3203168211198807973)]:
         unit = output / 2**64
-        assert policy.delay(1, state) == pytest.approx(1.0 + 0.5 * (2 * unit - 1), rel=1e-12)
+        assert policy.delay(1, state) == 1.0 + 0.5 * (2.0 * unit - 1.0)  # to the last bit
