@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import operator
 import pickle
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -61,6 +63,28 @@ def test_it_reads_like_a_frozen_dict() -> None:
     assert json_default(m) == {"a": 4, "b": (2, 3)}
     assert pickle.loads(pickle.dumps(m)) == m
     assert copy.copy(m) is m and copy.deepcopy(m) is m
+
+
+def test_comparing_with_other_kinds_defers_to_them() -> None:
+    """``==`` with something that is not a mapping is False, and lets the other side
+    decide first, as a dict does: ``unittest.mock.ANY`` (how tests leave a field
+    unchecked) equals a PMap. Mappings of other sizes or values are unequal; the map
+    itself is equal without its values being compared."""
+    m = PMap.from_mapping({"a": 1, "b": [2]})
+    for other in (5, None, [("a", 1), ("b", (2,))], "ab"):
+        assert operator.eq(m, other) is False and operator.ne(m, other) is True
+    assert m == mock.ANY and m == {"a": 1, "b": (2,)} and m == m
+    for other in ({"a": 1}, {"a": 1, "b": (2,), "c": 3}, {"a": 1, "c": (2,)}, {"a": 1, "b": (3,)}):
+        assert operator.eq(m, other) is False and other != m
+
+    class Unequal:
+        def __eq__(self, other: object) -> bool:
+            raise AssertionError("values compared")
+
+        __hash__ = object.__hash__
+
+    loud = PMap.from_frozen_items([("a", Unequal())])
+    assert loud == loud  # itself: O(1), no value compared
 
 
 def test_a_member_set_again_then_removed_leaves_the_others_in_order() -> None:
