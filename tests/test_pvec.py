@@ -108,6 +108,18 @@ def test_from_iterable_builds_the_trie_appending_would() -> None:
         assert list(v.append(-1)) == [*range(n), -1]
 
 
+def test_extend_to_a_full_leaf_builds_the_trie_from_iterable_would() -> None:
+    """extend fills the tail, then moves full tails into the trie; a vector extended to
+    exactly fill a leaf (32, 64, 1056 items) must have the shape from_iterable gives
+    (a full tail, never an empty one), or a later pop or append walks it wrongly."""
+    for start, added in [(0, 32), (10, 22), (0, 64), (31, 1), (32, 32), (1000, 56), (5, 1051)]:
+        n = start + added
+        v: PVec[int] = PVec.from_iterable(range(start)).extend(range(start, n))
+        u: PVec[int] = PVec.from_iterable(range(n))
+        assert (v._count, v._shift, v._root, v._tail) == (u._count, u._shift, u._root, u._tail)
+        assert list(v.pop()) == list(range(n - 1)) and list(v.append(-1)) == [*range(n), -1]
+
+
 def test_set_copies_one_path() -> None:
     v: PVec[int] = PVec.from_iterable(range(100_000))
     w = v.set(12_345, -1)
