@@ -264,13 +264,16 @@ def test_repeating_once_reuses_the_vector() -> None:
 
 
 def test_immutable() -> None:
+    """Changing a vector in place, or making one with ``PVec()``, fails saying what to do."""
     v = PVec.from_iterable([1])
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match=r"^PVec is immutable$"):
         v._count = 5
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match=r"^PVec is immutable$"):
         del v._tail
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^use PVec\.empty\(\) or PVec\.from_iterable\(\)$"):
         PVec()
+    with pytest.raises(AttributeError, match=r"^Rope is immutable$"):
+        Rope("a")._len = 0
 
 
 # -- Rope -------------------------------------------------------------------------
