@@ -131,6 +131,7 @@ def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> No
         ("(?s)^.+\\n", 45),  # unless DOTALL
         ("(?i)^a+A", 45),  # case folding: assumed to overlap
         ("(?i)^[a]+A", 45),
+        ("^(?i:[ab])+B", 56),  # a case-folded class may match B: X ways out
         ("^[a]+A", 25),
         ("^[\x00-\xff]+[\u0100-\u0300]", 25),  # a listed range against a tested one
         ("^[\x00-\u0100]+[\u0101-\u0300]", 45),  # two tested ranges: assumed to overlap
