@@ -332,6 +332,32 @@ def test_R_B3_a_schemas_size_limit_is_inclusive_and_counted_in_utf8_bytes(
         assert caught.value.reason == f"it is {size} bytes as JSON, over {limit}"
 
 
+@pytest.mark.parametrize(
+    ("draft", "key"),
+    [
+        ("http://json-schema.org/draft-04/schema#", "id"),
+        ("http://json-schema.org/draft-07/schema#", "$id"),
+    ],
+    ids=["draft-04 id", "draft-07 $id"],
+)
+def test_R_B3_a_schema_with_an_absolute_base_uri_still_checks_its_local_refs(
+    draft: str, key: str
+) -> None:
+    """A schema that names itself by URL (``id`` in draft-04, ``$id`` later) is common in
+    published schemas: its ``#/...`` refs stay local and nothing is fetched."""
+    schema = {
+        "$schema": draft,
+        key: "http://example.com/approval.json",
+        "definitions": {"reason": {"type": "string"}},
+        "properties": {"why": {"$ref": "#/definitions/reason"}},
+    }
+    validator = compile_answer_schema(schema)
+    assert validator.check({"why": "ok"}).ok
+    assert validator.check({"why": 1}) == AnswerCheck(
+        ok=False, problems=("data.why must be string",)
+    )
+
+
 def test_R_B3_an_answer_a_self_referencing_schema_cannot_check_is_a_problem() -> None:
     """A ``$ref`` to itself compiles (it is not fetched, nor unbounded in size) but never
     ends when checking: every answer gets a problem saying so, not a RecursionError."""
