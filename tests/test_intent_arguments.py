@@ -348,6 +348,11 @@ WHOLE_MESSAGES: dict[str, tuple[Callable[[FakeDriver, Resource], Any], str]] = {
         lambda d, r: r.set_messages([UserMessage(id=5, content="a")]),  # type: ignore[arg-type]
         "set_messages() item 0 (user message): its id must be a non-empty string",
     ),
+    "set_messages([a tool message without its call id])": (
+        lambda d, r: r.set_messages([ToolMessage(id="t", tool_call_id=None, content="x")]),  # type: ignore[arg-type]
+        "set_messages() item 0 (tool message 't') cannot be sent: malformed message: at "
+        "toolCallId: expected a string, got null",
+    ),
     "set_messages([a set inside])": (
         lambda d, r: r.set_messages([UserMessage(id="u", content=({"type": "x", "v": {1}},))]),  # type: ignore[dict-item]
         "set_messages() item 0 (user message 'u') cannot be sent: not a JSON value at "
