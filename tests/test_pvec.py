@@ -181,6 +181,12 @@ def test_indexing_errors() -> None:
         v["0"]  # type: ignore[call-overload]
     with pytest.raises(IndexError):
         PVec.empty()[0]
+    for n in (32, 64, 100):  # the tail full or not; set(n) must not wrap around into it
+        w = PVec.from_iterable(range(n))
+        assert list(w.set(-1, "x")) == [*range(n - 1), "x"] and w.set(-n, "x")[0] == "x"
+        for i in (n, -n - 1):
+            with pytest.raises(IndexError):
+                w.set(i, "x")
 
 
 def test_value_semantics() -> None:
