@@ -1102,3 +1102,9 @@ def test_the_copy_budget_counts_every_value_and_allows_exactly_a_million() -> No
     with pytest.raises(PatchError, match="copies more than 1,000,000") as caught:
         apply_patch(too_big, whole)
     assert caught.value.index == 0
+    # An object's members count as an array's items do, a PMap's as a FrozenDict's.
+    members = {str(i): i for i in range(999_999)}
+    for obj in (frozen_unchecked(members), PMap.from_frozen_items(members.items())):
+        assert apply_patch(frozen_unchecked({"a": obj}), whole)["b"] is obj  # type: ignore[index]
+        with pytest.raises(PatchError, match="copies more than 1,000,000"):
+            apply_patch(frozen_unchecked({"a": obj, "n": 0}), one_more)
