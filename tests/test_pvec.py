@@ -257,6 +257,7 @@ def test_it_concatenates_repeats_and_orders_as_its_tuple_does() -> None:
         v * 1.5
     bigger = (*t[:-1], 64)
     assert v < bigger and bigger > v and v <= t and v >= t and not v < t and t <= v
+    assert not v > t and not t > v and not v > v.append(0) and v.append(0) > v
     assert v < v.append(0) and not v.append(0) <= v and (0,) < v < (1,)
     assert sorted([bigger, v, t[:3]]) == [t[:3], t, bigger]
     with pytest.raises(TypeError):
@@ -309,6 +310,7 @@ def test_rope_value_semantics() -> None:
     assert a == b and a == "hello" and operator.eq("hello", a)
     assert hash(a) == hash(b) == hash("hello")
     assert a != Rope("help") and a != "hell" and a != 5
+    assert a != "hellx" and a != Rope("hellx")  # the same length, other text
     assert Rope.EMPTY == Rope() == "" and len(Rope.EMPTY) == 0
     assert a.append("") is a
     assert repr(a) == "Rope('hello')"
