@@ -157,6 +157,12 @@ def test_removing_most_members_rebuilds_the_order_and_keeps_it() -> None:
     assert len(m._order) < 300  # gaps were dropped along the way (white-box)
     m = m.set("k5", 5)
     assert list(m)[-1] == "k5" and m["k5"] == 5
+    # Rebuilding the order keeps it whatever the values are (here in reverse order).
+    m = PMap.from_mapping({f"k{i}": -i for i in range(100)})
+    for i in range(100):
+        if i % 10:
+            m = m.without(f"k{i}")
+    assert list(m.items()) == [(f"k{i}", -i) for i in range(0, 100, 10)]
 
 
 def test_a_change_copies_a_path_not_the_members() -> None:
