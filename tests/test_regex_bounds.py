@@ -207,7 +207,7 @@ def test_rb3_regexes_the_model_cannot_bound_are_refused_with_a_reason(
         "^(?:a|a){10}",
         "(" * 32 + "a" + ")" * 32,
         "\\(" * 40 + "a",  # escaped: literal parentheses, not groups
-        "(a|" * 20 + "b" + ")" * 20,
+        "(a|" * 20 + "bb" + ")" * 20,  # 40 levels deep (an innermost a|b would be a class)
     ],
 )
 def test_rb3_regexes_just_inside_the_structural_limits_are_accepted(pattern: str) -> None:
