@@ -32,6 +32,15 @@ def refusal(pattern: str, longest: int = 1000) -> str:
     return info.value.reason
 
 
+def repeated_branches(levels: int) -> str:
+    """``^(?:A|B(?:C|D...z)+)+``: a repeat of a two-way branch per level, every character
+    distinct, so nothing is ambiguous; each level is two levels of modelling."""
+    pattern = "z"
+    for level in range(levels):
+        pattern = f"(?:{chr(0x100 + 2 * level)}|{chr(0x101 + 2 * level)}{pattern})+"
+    return "^" + pattern
+
+
 def accepted(pattern: str, longest: int = 1000) -> bool:
     limits = SchemaLimits(max_pattern_input_length=longest)
     try:
@@ -77,6 +86,7 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^(?:ab|cd)", 8),  # branches that cannot start alike: 1 way, both tried
         ("^(?:a.|.b)", 9),  # branches that can: 2 ways
         ("^(?:a|bc)?a", 12),
+        ("^(?:a.|.b)?c", 18),  # 2 ways through the branches, times 2 for skipping them
         ("^(?:a|a){3}", 45),  # 'a(?:|)' repeated: ways double per repeat, 1+5+10+20 + 8
         ("^(?:a?){2}", 21),
         ("^(?:a|bc){1,3}", 21),
@@ -187,6 +197,7 @@ def test_rb3_a_huge_bound_is_reported_capped() -> None:
         ("(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("\\\\(" * 33 + ")" * 33, "nests groups more than 32 deep"),  # \\\\ is a backslash
         ("(a|" * 21 + "b" + ")" * 21, "nests too deeply"),
+        (repeated_branches(21), "nests too deeply"),
         ("^" + "a+" * 8 + "a", "could backtrack polynomially in the input length"),
         ("a(", "is not a valid regular expression (missing ), unterminated subpattern"),
     ],
@@ -208,6 +219,7 @@ def test_rb3_regexes_the_model_cannot_bound_are_refused_with_a_reason(
         "(" * 32 + "a" + ")" * 32,
         "\\(" * 40 + "a",  # escaped: literal parentheses, not groups
         "(a|" * 20 + "bb" + ")" * 20,  # 40 levels deep (an innermost a|b would be a class)
+        repeated_branches(20),
     ],
 )
 def test_rb3_regexes_just_inside_the_structural_limits_are_accepted(pattern: str) -> None:
