@@ -106,6 +106,8 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^(?:a|)b", 8),  # an empty branch: two ways
         ("^(?:ab|)c", 9),
         ("^a+[^a]a", 26),  # [^a] is one character, so a does not follow a+
+        ("^b+a+b", 47),  # a+ stands between b+ and b
+        ("^b+a*b", 287),  # a* may not: b+ has X ways out, each tries a*
     ],
 )
 def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> None:
