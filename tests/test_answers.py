@@ -629,7 +629,7 @@ def test_rb3_generated_code_is_vetted_before_it_runs(
 
 def test_rb3_generated_code_gets_only_vetted_builtins_and_imports() -> None:
     assert schema_code._import("json") is json
-    with pytest.raises(ImportError):
+    with pytest.raises(ImportError, match="the answer checker may not import 'os'"):
         schema_code._import("os")
     with pytest.raises(ImportError):
         schema_code._import("json", level=1)
@@ -697,6 +697,28 @@ def test_rb3_checker_code_outside_what_fastjsonschema_writes_is_refused(
 def test_rb3_checker_code_fastjsonschema_writes_is_loaded(body: str) -> None:
     """The same rules let through the shapes fastjsonschema emits."""
     assert untrusted(body) is None
+
+
+def test_rb3_the_loaded_checker_runs_with_the_vetted_builtins_only() -> None:
+    """White-box: the exec'd checker's globals hold the allowlisted builtins and the
+    import hook, not Python's builtins."""
+    entry = compile_answer_schema({"type": "string"})._entry
+    builtins = entry.__globals__["__builtins__"]
+    assert set(builtins) == {*schema_code._SAFE_BUILTINS, "__import__"}
+    assert builtins["__import__"] is schema_code._import
+
+
+def test_rb3_draft_07_content_keywords_are_checked_with_the_preimported_modules() -> None:
+    """Draft-07 checks contentEncoding/contentMediaType; its code imports base64 and json,
+    which the checker gets from the modules imported here."""
+    schema = {
+        "$schema": DRAFT_07,
+        "contentEncoding": "base64",
+        "contentMediaType": "application/json",
+    }
+    validator = compile_answer_schema(schema)
+    assert validator.check("e30=").ok  # "{}"
+    assert not validator.check("YQ==").ok  # "a": not JSON
 
 
 def test_rb3_checker_functions_are_only_plain_validators() -> None:
