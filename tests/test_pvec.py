@@ -181,7 +181,7 @@ def test_indexing_errors() -> None:
         v["0"]  # type: ignore[call-overload]
     with pytest.raises(IndexError):
         PVec.empty()[0]
-    for n in (32, 64, 100):  # the tail full or not: index n must not wrap around into it
+    for n in (32, 64, 100, 1056):  # tail full or not: n and -n-1 must not wrap around
         w = PVec.from_iterable(range(n))
         assert list(w.set(-1, "x")) == [*range(n - 1), "x"] and w.set(-n, "x")[0] == "x"
         for i in (n, -n - 1):
