@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .errors import a_type
 from .json import JSON, FrozenDict, with_member
 from .pmap import PMap
 from .pvec import PVec
@@ -136,7 +137,15 @@ def _child(container: JSON, token: str) -> JSON:
         raise _Fail(f"no member {_short(token)}")
     if type(container) is tuple or type(container) is PVec:
         return container[_index(token, len(container), end_ok=False)]
-    raise _Fail(f"cannot look up {_short(token)} in a {type(container).__name__}")
+    raise _Fail(f"cannot look up {_short(token)} in {_kind(container)}")
+
+
+_KINDS = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _kind(value: object) -> str:
+    """What a value is, in JSON's words (the endpoint's author reads them): 'a number'."""
+    return "null" if value is None else _KINDS.get(type(value)) or a_type(value)
 
 
 def _get(doc: JSON, tokens: tuple[str, ...]) -> JSON:
@@ -180,7 +189,7 @@ def _rebuild(doc: JSON, tokens: tuple[str, ...], op: str, value: JSON, flat_root
     elif type(node) is tuple or type(node) is PVec:
         new = _array_with(node, _index(last, len(node), end_ok=op == "add"), op, value)
     else:
-        raise _Fail(f"cannot {op} {_short(last)} in a {type(node).__name__}")
+        raise _Fail(f"cannot {op} {_short(last)} in {_kind(node)}")
     # Walk back up, copying each container with its one child replaced.
     for parent, key in reversed(chain):
         if type(parent) is PVec:

@@ -716,7 +716,7 @@ def test_junk_ops_raise_only_patch_error(plain: Any, ops: list[Any]) -> None:
         ([{"op": "add", "path": "/xs/" + "9" * 5000, "value": 1}], "out of range"),
         ([{"op": "add", "path": "/xs/١", "value": 1}], "not an array index"),
         ([{"op": "add", "path": "/o/a/b", "value": 1}], "no member"),
-        ([{"op": "add", "path": "/n/a", "value": 1}], "in a int"),
+        ([{"op": "add", "path": "/n/a", "value": 1}], "in a number"),
         ([{"op": "move", "from": "/o", "path": "/o/x"}], "own children"),
         ([{"op": "test", "path": "/n", "value": True}], "test failed"),
         ([{"op": "add", "path": "/a" * 600, "value": 1}], "at most 512"),
@@ -796,15 +796,15 @@ K80 = "k" * 80
         ([{"op": "add", "path": "/o/a/b", "value": 1}], "operation 0 at '/o/a/b': no member 'a'"),
         (
             [{"op": "add", "path": "/n/a", "value": 1}],
-            "operation 0 at '/n/a': cannot add 'a' in a int",
+            "operation 0 at '/n/a': cannot add 'a' in a number",
         ),
         (
             [{"op": "test", "path": "/n/a/b", "value": 1}],
-            "operation 0 at '/n/a/b': cannot look up 'a' in a int",
+            "operation 0 at '/n/a/b': cannot look up 'a' in a number",
         ),
         (
             [{"op": "remove", "path": "/n/a/b"}],
-            "operation 0 at '/n/a/b': cannot look up 'a' in a int",
+            "operation 0 at '/n/a/b': cannot look up 'a' in a number",
         ),
         (
             [{"op": "move", "from": "/o", "path": "/o/x"}],
@@ -837,6 +837,21 @@ def test_error_messages_say_which_op_failed_where_and_why(ops: Any, message: str
     op = ops[e.value.index] if e.value.index is not None else None
     path = op.get("path") if isinstance(op, dict) else None
     assert e.value.path == (path if isinstance(path, str) else None)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [("text", "a string"), (1.5, "a number"), (True, "a boolean"), (None, "null")],
+)
+def test_a_pointer_through_a_scalar_names_it_in_json_words(value: Any, kind: str) -> None:
+    """R-J2: the endpoint's author reads JSON, not Python: a pointer that goes on past a
+    string, number, boolean or null says so in those words (not ``str`` or ``NoneType``)."""
+    doc = fz({"v": value})
+    for op, verb in (({"op": "add", "path": "/v/a", "value": 1}, "add"),
+                     ({"op": "test", "path": "/v/a/b", "value": 1}, "look up")):  # fmt: skip
+        with pytest.raises(PatchError) as e:
+            apply_patch(doc, [op])
+        assert e.value.reason == f"cannot {verb} 'a' in {kind}"
 
 
 def test_R_J2_the_run_error_of_an_invalid_state_delta_says_what_the_patch_error_says() -> None:
