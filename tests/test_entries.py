@@ -180,3 +180,13 @@ def test_problems_name_an_interrupt_without_quoting_the_payload() -> None:
         "entry for 'a' has a status other than 'resolved' or 'cancelled'",
     )
     assert secret not in str(caught.value)
+
+
+def test_metadata_that_is_not_json_says_why() -> None:
+    """R-B2: metadata holding a value JSON cannot write is named with the reason."""
+    _, chat, batch = paused_chat(ask("a"))
+    with pytest.raises(InvalidResumeError) as caught:
+        chat.resume(batch.id, [{"interrupt_id": "a", "status": "resolved", "metadata": {"k": {1}}}])
+    assert caught.value.problems == (
+        "entry for 'a' has metadata that is not JSON (a set has no JSON form)",
+    )
