@@ -276,7 +276,9 @@ class TransportError(InterludeError):
         # A long wait in whole seconds: 2147483647, not 2.14748e+09.
         wait = ""
         if retry_after:
-            secs = f"{retry_after:g}" if retry_after < 1e6 else f"{retry_after:.0f}"
+            secs = f"{retry_after:g}"
+            if "e+" in secs:  # six significant digits ran out (999999.5 rounds up too)
+                secs = f"{retry_after:.0f}"
             wait = f"; it asked to wait {secs} s before retrying"
         return cls(
             f"{where} answered HTTP {status}{wait}{_status_hint(status, location)}",
