@@ -108,6 +108,16 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^a+[^a]a", 26),  # [^a] is one character, so a does not follow a+
         ("^b+a+b", 47),  # a+ stands between b+ and b
         ("^b+a*b", 287),  # a* may not: b+ has X ways out, each tries a*
+        ("^a+\\Za", 26),  # nothing follows the end, so nothing continues a+
+        ("^a+$a", 26),
+        ("^a{1}a", 6),  # exactly once: one way
+        ("^(?:a|a){1}b", 11),  # the body's 2 ways, once
+        ("^(?:ab+c)+", 77),  # (5 + 2X) per iteration: only the constant 5 repeats X times
+        ("^(?:(ab)c+)+", 88),  # (ab) is not optional: the next iteration starts with a
+        ("^(?:(?=a)b+c)+", 88),  # a one-character lookahead does not re-read
+        ("(a)" * 40, 891),  # 40 groups side by side are not nested
+        ("(?>" * 32 + "a" + ")" * 32, 374),  # 32 nested atomic groups: 2 + 32, searched
+        ("(?=" * 32 + "a" + ")" * 32, 374),
     ],
 )
 def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> None:
@@ -136,6 +146,7 @@ def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> No
         ("^[a-z]+\\d", 25),
         ("^[a-z]+[0-9]", 25),
         ("^[a-z]+[x-z]", 45),
+        ("^[a-c]+c", 45),  # a range includes its last character
         ("^\\d+[a-z]", 25),
         ("^\\s+$", 45),  # $ also matches before a final newline, which \\s is
         ("^\\s+\\Z", 25),  # \\Z only at the very end
@@ -148,7 +159,7 @@ def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> No
         ("^[\x00-\xff]+[\u0100-\u0300]", 25),  # a listed range against a tested one
         ("^[\x00-\u0100]+[\u0101-\u0300]", 45),  # two tested ranges: assumed to overlap
         ("^[\x00-\xff\u0100-\u01ff]+[\u0200-\u0400]", 25),  # 512 characters are listed
-        ("^[\x00-\xff\u0100-\u0200]+[\u0201-\u0400]", 45),  # 513 are not
+        ("^[\x00-\xff\u0100-\u01ff\u0300]+[\u0400-\u0600]", 45),  # 513 are not
     ],
 )
 def test_rb3_a_quantifier_counts_only_when_what_follows_can_continue_it(
@@ -196,6 +207,9 @@ def test_rb3_a_huge_bound_is_reported_capped() -> None:
         ("^(?:(a?)b+)+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("^(?:\\b)*a", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("^(?:(?=a))+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        ("^(?:x{0})+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        ("^(?:(?i:B)b+)+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        ("[)]" + "(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("\\\\(" * 33 + ")" * 33, "nests groups more than 32 deep"),  # \\\\ is a backslash
         ("(a|" * 21 + "b" + ")" * 21, "nests too deeply"),
