@@ -629,7 +629,7 @@ def test_rb3_generated_code_is_vetted_before_it_runs(
 
 def test_rb3_generated_code_gets_only_vetted_builtins_and_imports() -> None:
     assert schema_code._import("json") is json
-    with pytest.raises(ImportError, match="the answer checker may not import 'os'"):
+    with pytest.raises(ImportError, match=r"^the answer checker may not import 'os'$"):
         schema_code._import("os")
     with pytest.raises(ImportError):
         schema_code._import("json", level=1)
@@ -1552,3 +1552,65 @@ def test_rb3_a_bad_answer_is_named_at_its_place_with_its_type() -> None:
     assert validator.check({"a": [1, {2}]}).problems == ("the answer holds a set (at /a/1)",)
     with pytest.raises(SchemaRejectedError, match=r"non-string key \(at /\)"):
         compile_answer_schema({1: "x"})  # type: ignore[dict-item]
+
+
+# -- refusal reasons read whole -------------------------------------------------------------
+
+
+def reason_for(schema: Any, limits: SchemaLimits | None = None) -> str:
+    with pytest.raises(SchemaRejectedError) as caught:
+        compile_answer_schema(schema, limits=limits or SchemaLimits())
+    return caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("schema", "limits", "reason"),
+    [
+        ([1], None, "it is a list, not a JSON object"),
+        (
+            {"a": [[[[1]]]]},
+            SchemaLimits(max_depth=3),
+            "it is nested deeper than 3 levels (at /a/0/0)",
+        ),
+        (
+            {"$ref": "#/$defs/a", "type": "string", "$defs": {"a": {}}},
+            None,
+            "it has type beside a $ref (at /), which the checker would not apply (draft-07 "
+            "rules); put both in an allOf",
+        ),
+        (
+            {"$ref": "#/properties/a/type/str", "properties": {"a": {"type": "string"}}},
+            None,
+            "the $ref '#/properties/a/type/str' at / leads nowhere",  # not into the string
+        ),
+        (
+            {"patternProperties": {"(a+)+": {}}},
+            None,
+            "the patternProperties key at / ('(a+)+') nests a variable quantifier or ambiguous "
+            "alternation in a quantifier",
+        ),
+        (
+            {"properties": {"zip": {"pattern": "^(\\d+)+$"}}},
+            None,  # quoted as written: not the \Z form fastjsonschema compiles
+            "the pattern at /properties/zip ('^(\\\\d+)+$') nests a variable quantifier or "
+            "ambiguous alternation in a quantifier",
+        ),
+    ],
+)
+def test_rb3_a_rejection_reason_reads_whole(
+    schema: Any, limits: SchemaLimits | None, reason: str
+) -> None:
+    """R-B3: ``reason`` is what an application logs for the agent's authors, so it is
+    read whole: what is wrong and where, and nothing before or after it (a ``$ref`` that
+    walks into a string is refused, not a crash)."""
+    assert reason_for(schema, limits) == reason
+
+
+def test_rb3_an_answer_that_cannot_be_copied_is_a_problem_saying_where() -> None:
+    """R-B3: an answer too deep to check, or with a key that is not text, is one problem
+    naming the place, never an exception."""
+    validator = compile_answer_schema({}, limits=SchemaLimits(max_depth=3))
+    assert validator.check([[[[[1]]]]]).problems == (
+        "the answer is nested deeper than 3 levels (at /0/0/0)",
+    )
+    assert validator.check({1: 2}).problems == ("the answer has a non-string key (at /)",)
