@@ -7,14 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rule_support import RecordingDriver, ask, at, paused_chat, succeed
+from rule_support import RecordingDriver, ask, at, paused_chat, rejected, succeed
 
 from interlude.adapters.fake import (
     FakeDriver,
+    Reply,
     ScriptedAgent,
     finished,
     held,
     interrupted,
+    refuse,
     reply,
     started,
     text,
@@ -23,6 +25,7 @@ from interlude.adapters.fake import (
 from interlude.core import (
     AbortAttempt,
     AttemptFailed,
+    FrameReceived,
     Options,
     RetryPolicy,
     SendStarting,
@@ -32,8 +35,13 @@ from interlude.core import (
     ToolFinished,
     ToolMessage,
 )
-from interlude.core.errors import BatchExpiredError, TransportError
-from interlude.core.wire import AssistantMessage, FunctionCall, ToolCall, UserMessage
+from interlude.core.errors import (
+    BatchExpiredError,
+    ProtocolError,
+    StateLockedError,
+    TransportError,
+)
+from interlude.core.wire import AssistantMessage, FunctionCall, Tool, ToolCall, UserMessage
 
 
 def test_set_messages_ending_with_a_tool_result_runs() -> None:
@@ -152,7 +160,7 @@ def test_a_retried_attempt_is_closed_before_the_retry() -> None:
     first = driver.requests[0].attempt
     assert AbortAttempt(first) in driver.commands
     driver.run_until_idle()
-    assert chat.error is None and len(driver.requests) == 2
+    assert chat.error is None and chat.messages[-1].role == "assistant"
 
 
 def test_the_resumes_acknowledgement_closes_the_paused_runs_stream() -> None:
@@ -356,8 +364,6 @@ def test_an_expired_claim_is_released_when_its_attempt_fails_not_after_the_back_
     """R-F3: the batch expired while the resume was in flight; the attempt then fails
     retryably (503, Retry-After 300). The retry would be refused, so the claim is
     released at once, as it is when the expiry fires during the back-off."""
-    from interlude.adapters.fake import Reply
-
     fail = TransportError.from_status(503, "", retry_after=300)
     resumed = Reply(events=(), hold=True, fail_after=0, failure=fail)
     options = Options(retry=RetryPolicy(jitter=0, base_delay=1, max_retry_after=600))
@@ -372,3 +378,187 @@ def test_an_expired_claim_is_released_when_its_attempt_fails_not_after_the_back_
     assert (chat.is_resuming, chat.is_loading, chat.core_state.claim) == (False, False, None)
     assert isinstance(chat.error, BatchExpiredError) and "not retried" in str(chat.error)
     assert driver.pending_timers() == []
+
+
+# -- a second mutation round: guards of core/reducer.py ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("history", "sent"),
+    [
+        (["u1"], ["u1"]),
+        (["u1", "a1"], ["u1"]),
+        (["u1", "a1", "u2"], ["u1", "a1", "u2"]),
+        (["u1", "a1", "u2", "a2"], ["u1", "a1", "u2"]),
+    ],
+)
+def test_reload_runs_again_from_the_last_user_message(history: list[str], sent: list[str]) -> None:
+    """SPEC, Resources: reload drops what followed the last user message and runs from it;
+    a history that already ends with it (a run that failed, say) is sent whole, and a
+    user message first in the history counts too."""
+
+    def message(mid: str) -> UserMessage | AssistantMessage:
+        if mid.startswith("u"):
+            return UserMessage(id=mid, content=f"ask {mid}")
+        return AssistantMessage(id=mid, content=f"answer {mid}")
+
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat(messages=[message(m) for m in history])
+    assert chat.reload() is True
+    driver.run_until_idle()
+    (request,) = driver.requests
+    assert [m["id"] for m in request.json["messages"]] == sent
+
+
+def test_reload_with_no_history_runs_nothing() -> None:
+    """SPEC, Resources: reload returns whether it ran; with no user message (here no
+    message at all) it returns False and changes nothing."""
+    driver = RecordingDriver(ScriptedAgent(succeed()))
+    chat = driver.chat()
+    before = chat.core_state
+    assert chat.reload() is False
+    assert chat.core_state is before and driver.commands == []
+
+
+def test_set_state_refusals_say_what_the_user_can_do() -> None:
+    """SPEC, Resources (set_state) and R-F5: during an ordinary run the refusal points to
+    stop(); during a resumed run it says to wait, since a stop there would require a
+    new thread."""
+
+    def open_run(req: Any) -> Any:
+        return held(started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(open_run))
+    chat = driver.chat()
+    chat.send("go")
+    driver.run_until_idle()
+    driver.release(1)
+    driver.run_until_idle()
+    assert chat.is_loading and not chat.is_resuming
+    error = rejected(chat, StateLockedError, lambda: chat.set_state({"a": 1}))
+    assert "call stop() first" in str(error) and "resumed" not in str(error)
+
+    driver, chat, batch = paused_chat(replies=[open_run])
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    driver.release(1)  # RUN_STARTED: the claim is released, the resumed run goes on
+    driver.run_until_idle()
+    assert chat.core_state.claim is None and chat.is_resuming and chat.is_loading
+    error = rejected(chat, StateLockedError, lambda: chat.set_state({"a": 1}))
+    assert str(error).startswith("cannot set_state: the resumed run owns the state")
+    assert "stop()" not in str(error)
+
+
+def test_configure_keeps_declaring_a_local_tool_and_nothing_else() -> None:
+    """SPEC, Resources (configure): options that leave out a local tool keep declaring it,
+    so the agent can still call it; a remote tool the old options declared is gone."""
+    remote = Tool(name="remote", description="runs on the server")
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat(Options(tools=(remote,)), local_tools={"mine": lambda args: "ok"})
+    chat.configure(Options())
+    chat.send("go")
+    driver.run_until_idle()
+    (request,) = driver.requests
+    assert [t["name"] for t in request.json["tools"]] == ["mine"]
+
+
+def test_R_H1_a_bad_frame_of_a_retired_attempt_changes_nothing() -> None:
+    """R-H1: a late frame of a superseded attempt is ignored even when it is not valid
+    AG-UI: it does not fail the run that replaced it."""
+    driver = RecordingDriver(ScriptedAgent(lambda req: held(started(req), finished(req))))
+    chat = driver.chat()
+    chat.send("first")
+    driver.run_until_idle()
+    chat.send("second")  # supersedes the first attempt
+    driver.run_until_idle()
+    first, second = (c.attempt for c in driver.of(StartAttempt))
+    assert AbortAttempt(first) in driver.commands
+    before = chat.core_state
+    chat.apply(FrameReceived(first, "{not json"))
+    assert chat.core_state == before and chat.error is None
+    assert chat.core_state.run is not None and chat.core_state.run.attempt is not None
+    assert chat.core_state.run.attempt.id == second
+
+
+def test_R_J3_an_event_after_run_finished_fails_and_closes_that_stream() -> None:
+    """R-J3: after RUN_FINISHED only a late RUN_ERROR is tolerated; anything else is a
+    protocol error that leaves the batch as it is, and its stream is closed at once,
+    so nothing more of it is read."""
+
+    def pause_held(req: Any) -> Any:
+        return held(started(req), interrupted(req, ask()), *text("late", "x"))
+
+    driver = RecordingDriver(ScriptedAgent(succeed()).then(pause_held))
+    chat = driver.chat()
+    chat.send("buy")
+    driver.run_until_idle()
+    driver.release(2)
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    paused = driver.requests[0].attempt
+    assert batch is not None and chat.core_state.lingering == {paused}
+    driver.release(1)  # TEXT_MESSAGE_START after RUN_FINISHED
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError)
+    assert "the endpoint sent more after RUN_FINISHED" in str(chat.error)
+    assert AbortAttempt(paused) in driver.commands
+    assert chat.core_state.lingering == frozenset() and chat.pending_interrupts is batch
+
+
+def test_a_repeated_warning_moves_to_the_end_instead_of_repeating() -> None:
+    """R-J1: each dropped unknown event type is noted once; the same note again moves to
+    the end, so the newest warning is always last."""
+
+    def answer(req: Any) -> Any:
+        return reply(started(req), {"type": "FOO"}, {"type": "BAR"}, {"type": "FOO"}, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    chat = driver.chat()
+    chat.send("go")
+    driver.run_until_idle()
+    assert [w.split("'")[1] for w in chat.warnings] == ["BAR", "FOO"]
+
+
+def test_R_F1_a_zero_max_retry_after_still_retries_a_failure_without_retry_after() -> None:
+    """R-F1: max_retry_after bounds the wait a server asks for; a 503 that asks for none
+    is retried as usual even with max_retry_after=0."""
+    options = Options(retry=RetryPolicy(jitter=0, max_retry_after=0))
+    driver = FakeDriver(ScriptedAgent(succeed()).then(refuse(503)))
+    chat = driver.chat(options)
+    chat.send("go")
+    driver.run_until_idle()
+    assert chat.error is None and chat.messages[-1].role == "assistant"
+
+
+def test_R_F3_a_claim_in_back_off_is_released_when_an_interrupt_it_answers_expires() -> None:
+    """R-F3, R-G3 under cancel_expired: the resume cancels 'p' and answers 'q'. The batch's
+    timer fires for 'p' while the resume is in flight; the attempt then fails and
+    waits a long back-off. When 'q' expires, during that back-off, the claim is
+    released at once (the retry would be refused), not when the back-off ends."""
+    fail = TransportError.from_status(503, "")
+    resumed = Reply(events=(), hold=True, fail_after=0, failure=fail)
+    options = Options(
+        expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+    )
+    driver, chat, batch = paused_chat(
+        ask("p", expires=at(5)),
+        ask("q", expires=at(30)),
+        replies=[lambda req: resumed],
+        options=options,
+    )
+    chat.resume(
+        batch.id,
+        [
+            {"interrupt_id": "p", "status": "cancelled"},
+            {"interrupt_id": "q", "status": "resolved", "payload": 1},
+        ],
+    )
+    driver.run_until_idle(follow_retries=False)  # the resume goes out, held
+    driver.advance(6)  # 'p' expires while it is in flight
+    driver.release(1)
+    driver.run_until_idle(follow_retries=False)  # the 503: a back-off of 100 s
+    assert chat.is_retrying and chat.is_resuming
+    driver.advance(25)  # past 'q''s expiry, long before the retry
+    assert (chat.is_resuming, chat.is_loading, chat.core_state.claim) == (False, False, None)
+    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("q",)
+    assert chat.pending_interrupts is batch
