@@ -25,6 +25,7 @@ from interlude.adapters.fake import (
 from interlude.core import (
     AbortAttempt,
     AttemptFailed,
+    EventReceived,
     FrameReceived,
     Options,
     RetryPolicy,
@@ -41,7 +42,14 @@ from interlude.core.errors import (
     StateLockedError,
     TransportError,
 )
-from interlude.core.wire import AssistantMessage, FunctionCall, Tool, ToolCall, UserMessage
+from interlude.core.wire import (
+    AssistantMessage,
+    FunctionCall,
+    TextMessageContent,
+    Tool,
+    ToolCall,
+    UserMessage,
+)
 
 
 def test_set_messages_ending_with_a_tool_result_runs() -> None:
@@ -562,3 +570,50 @@ def test_R_F3_a_claim_in_back_off_is_released_when_an_interrupt_it_answers_expir
     assert (chat.is_resuming, chat.is_loading, chat.core_state.claim) == (False, False, None)
     assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("q",)
     assert chat.pending_interrupts is batch
+
+
+def test_R_H1_a_typed_event_with_no_wire_form_for_a_retired_attempt_changes_nothing() -> None:
+    """R-H1: an adapter's typed event for a superseded attempt is ignored, even one that
+    cannot be written as wire JSON: it does not fail the run that replaced it."""
+    driver = RecordingDriver(ScriptedAgent(lambda req: held(started(req), finished(req))))
+    chat = driver.chat()
+    chat.send("first")
+    driver.run_until_idle()
+    chat.send("second")
+    driver.run_until_idle()
+    first, _ = (c.attempt for c in driver.of(StartAttempt))
+    before = chat.core_state
+    broken = TextMessageContent(message_id="m1", delta=object())  # type: ignore[arg-type]
+    chat.apply(EventReceived(first, broken))
+    assert chat.core_state == before and chat.error is None
+
+
+def test_R_G3_a_claim_in_back_off_leaves_one_expiry_timer() -> None:
+    """R-G3 under cancel_expired: the batch's timer was re-armed for 'q' after 'p' expired;
+    a resume cancelling 'p' fails and waits a back-off. The timer for the claim
+    replaces the batch's: one expiry timer is pending, not two."""
+    fail = TransportError.from_status(503, "")
+    options = Options(
+        expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+    )
+    driver, chat, batch = paused_chat(
+        ask("p", expires=at(5)),
+        ask("q", expires=at(30)),
+        replies=[Reply(fail_before_send=fail)],
+        options=options,
+    )
+    driver.advance(6)  # 'p' expires; the timer moves on to 'q'
+    assert [p for _, p in driver.pending_timers()] == ["expiry"]
+    chat.resume(
+        batch.id,
+        [
+            {"interrupt_id": "p", "status": "cancelled"},
+            {"interrupt_id": "q", "status": "resolved", "payload": 1},
+        ],
+    )
+    driver.run_until_idle(follow_retries=False)  # the 503: a back-off of 100 s
+    assert chat.is_retrying and chat.is_resuming
+    assert [p for _, p in driver.pending_timers()] == ["expiry", "retry"]
+    driver.advance(25)  # 'q' expires: the claim is released at once
+    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("q",)
+    assert driver.pending_timers() == []
