@@ -1,0 +1,220 @@
+"""How a run's content events fold into its draft: guards ``test_rules_stream.py``
+leaves open.
+
+Rules proved here: R-J2 (a stream that breaks AG-UI fails with a ProtocolError whose
+message names what broke; the bounds on what may be open at once; chunks continue the
+stream of their own lane; a lookup by id never lands on another message). Events go
+through the fake driver as wire frames, or through the core's ``step`` where the
+behaviour depends on two versions of one state (the core is pure).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from interlude.adapters.fake import (
+    FakeDriver,
+    Reply,
+    Request,
+    ScriptedAgent,
+    finished,
+    held,
+    reply,
+    started,
+)
+from interlude.adapters.resource import Resource
+from interlude.core import FrameReceived, step
+from interlude.core.errors import ProtocolError
+from interlude.core.options import Options, RetryPolicy
+from interlude.core.state import State
+from interlude.core.stream import MAX_OPEN
+from interlude.core.wire import AssistantMessage, Message, UserMessage
+
+OPTS = Options(retry=RetryPolicy(jitter=0, base_delay=1))
+
+HISTORY: tuple[Message, ...] = (UserMessage(id="old-u", content="Earlier question"),)
+
+Handler = Callable[[Request], Reply]
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def ev(kind: str, **fields: Any) -> dict[str, Any]:
+    """A wire event: ``ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="x")``."""
+    return {"type": kind, **fields}
+
+
+def chat_with(handler: Handler) -> tuple[FakeDriver, Resource]:
+    driver = FakeDriver(ScriptedAgent().then(handler))
+    return driver, driver.chat(OPTS, messages=HISTORY)
+
+
+def run(*events: Any) -> Resource:
+    """The chat after one run streaming ``events`` between RUN_STARTED and RUN_FINISHED."""
+    driver, chat = chat_with(lambda req: reply(started(req), *events, finished(req)))
+    chat.send("Go", message_id="u1")
+    driver.run_until_idle()
+    return chat
+
+
+def refusal(*events: Any) -> str:
+    """The ProtocolError's message for a run streaming ``events`` (it must fail)."""
+    chat = run(*events)
+    assert isinstance(chat.error, ProtocolError), chat.error
+    assert chat.error.retryable is False
+    assert list(chat.messages) == [*HISTORY, UserMessage(id="u1", content="Go")]
+    return str(chat.error)
+
+
+def acked() -> State:
+    """The core state of a chat whose run was just acknowledged: its draft exists."""
+    driver, chat = chat_with(
+        lambda req: held(started(req), ev("CUSTOM", name="x", value=1), finished(req))
+    )
+    chat.send("Go", message_id="u1")
+    driver.run_until_idle(follow_retries=False)
+    driver.release(1)
+    driver.run_until_idle(follow_retries=False)
+    return chat.core_state
+
+
+def stepped(s: State, *events: dict[str, Any]) -> State:
+    """``s`` after the core reads ``events`` as frames of its run's attempt."""
+    assert s.run is not None and s.run.attempt is not None
+    for e in events:
+        s = step(s, FrameReceived(s.run.attempt.id, json.dumps(e)), 0.0).state
+    return s
+
+
+# -- R-J2: what a violation says ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        (
+            [ev("TEXT_MESSAGE_END", messageId="m9")],
+            "end of message 'm9', which is not open",
+        ),
+        (
+            [ev("TOOL_CALL_END", toolCallId="c9")],
+            "end of tool call 'c9', which is not open",
+        ),
+        (
+            [ev("TOOL_CALL_ARGS", toolCallId="c9", delta="{}")],
+            "arguments for tool call 'c9', which is not open",
+        ),
+        (
+            # One call open: arguments naming another are not that call's.
+            [
+                ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+                ev("TOOL_CALL_ARGS", toolCallId="c9", delta="{}"),
+            ],
+            "arguments for tool call 'c9', which is not open",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+                ev("TEXT_MESSAGE_CONTENT", messageId="m9", delta="x"),
+            ],
+            "content for message 'm9', which is not open",
+        ),
+    ],
+    ids=["end-message", "end-call", "args", "args-while-another-is-open", "content"],
+)
+def test_R_J2_an_event_for_an_item_that_is_not_open_says_which(
+    events: list[dict[str, Any]], says: str
+) -> None:
+    """R-J2: the ProtocolError a user reads names the event and the item it named."""
+    assert refusal(*events) == says
+
+
+def test_R_J2_one_step_more_than_max_open_at_once_is_a_protocol_error() -> None:
+    """R-J2: steps open at once are bounded like messages and calls (a hostile stream's
+    growth); the error says so, rather than waiting for the finish to find them open."""
+    says = refusal(*(ev("STEP_STARTED", stepName=f"s{n}") for n in range(MAX_OPEN + 1)))
+    assert says == f"more than {MAX_OPEN} steps open at once"
+
+
+# -- R-J2: chunks ---------------------------------------------------------------------------
+
+
+def test_R_J2_an_untagged_id_less_chunk_continues_the_parent_agents_stream() -> None:
+    """AG-UI 1.0 (Streaming): an id-less chunk continues its lane's open stream of its
+    kind; a subagent's stream of the same kind, open beside it, is no ambiguity."""
+    chat = run(
+        ev("TEXT_MESSAGE_CHUNK", messageId="p1", delta="parent"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="s1", delta="sub", subagentRunId="a"),
+        ev("TEXT_MESSAGE_CHUNK", delta=" goes on"),
+    )
+    assert chat.error is None
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(id="p1", content="parent goes on"),
+        AssistantMessage(id="s1", content="sub", subagent_run_id="a"),
+    ]
+
+
+# -- R-J2: lookups by id across versions of one state ---------------------------------------
+
+
+def test_R_J2_a_message_a_sibling_version_appended_is_not_found_at_its_place() -> None:
+    """The core is pure: a message id a sibling version (stepped from the same state)
+    appended is unknown here, even where this version put another message at the same
+    place; starting it makes a message of its own and leaves the other one alone.
+    (White-box only in how the sibling arises: two ``step`` calls on one state.)"""
+    parent = acked()
+    stepped(parent, ev("TEXT_MESSAGE_START", messageId="z"))  # the sibling, dropped
+    events = [
+        ev("TEXT_MESSAGE_START", messageId="w"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="w", delta="W"),
+        ev("TEXT_MESSAGE_START", messageId="z"),
+        ev("TEXT_MESSAGE_CONTENT", messageId="z", delta="Z"),
+        ev("TEXT_MESSAGE_END", messageId="z"),
+        ev("TEXT_MESSAGE_END", messageId="w"),
+    ]
+    after = stepped(parent, *events)
+    alone = stepped(acked(), *events)
+    assert after.draft is not None and alone.draft is not None
+    assert after.error is None
+    assert list(after.draft.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(id="w", content="W"),
+        AssistantMessage(id="z", content="Z"),
+    ]
+    assert list(after.draft.messages) == list(alone.draft.messages)
+
+
+@pytest.mark.parametrize(
+    "sibling",
+    [
+        [ev("TEXT_MESSAGE_START", messageId="z")],
+        [ev("TOOL_CALL_START", toolCallId="z", toolCallName="t")],
+    ],
+    ids=["message", "call"],
+)
+def test_R_J2_an_id_only_a_sibling_version_appended_is_not_in_the_history(
+    sibling: list[dict[str, Any]],
+) -> None:
+    """A message or call a sibling version appended, past this version's end, is not in
+    this one's history: an encrypted value for it is dropped with the warning a user
+    reads, the same as in a state no sibling touched."""
+    kind = "message" if sibling[0]["type"].startswith("TEXT") else "tool-call"
+    value = ev("REASONING_ENCRYPTED_VALUE", subtype=kind, entityId="z", encryptedValue="E")
+    parent = acked()
+    stepped(parent, *sibling)
+    after = stepped(parent, value)
+    alone = stepped(acked(), value)
+    what = "message" if kind == "message" else "tool call"
+    assert after.error is None
+    assert (
+        after.warnings
+        == alone.warnings
+        == (
+            f"REASONING_ENCRYPTED_VALUE for {what} 'z', which is not in the history; "
+            "the value was dropped",
+        )
+    )
