@@ -124,13 +124,47 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
             ],
             "content for message 'm9', which is not open",
         ),
+        (
+            [ev("TOOL_CALL_CHUNK", toolCallId="c1", delta="{}")],
+            "the first TOOL_CALL_CHUNK of 'c1' has no toolCallName",
+        ),
+        (
+            [
+                ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+                ev("TOOL_CALL_CHUNK", toolCallId="c1", delta="{}"),
+            ],
+            "a TOOL_CALL_CHUNK for 'c1', which a START opened and has not ended: a chunk "
+            "does not continue an item of the start, content and end form",
+        ),
+        (
+            [
+                ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="plan", content={"n": 1}),
+                ev(
+                    "ACTIVITY_DELTA",
+                    messageId="a1",
+                    activityType="plan",
+                    patch=[{"op": "replace", "path": "", "value": 5}],
+                ),
+            ],
+            "an ACTIVITY_DELTA patch made the activity content a non-object",
+        ),
     ],
-    ids=["end-message", "end-call", "args", "args-while-another-is-open", "content"],
+    ids=[
+        "end-message",
+        "end-call",
+        "args",
+        "args-while-another-is-open",
+        "content",
+        "first-call-chunk-without-name",
+        "call-chunk-after-start",
+        "activity-made-a-non-object",
+    ],
 )
-def test_R_J2_an_event_for_an_item_that_is_not_open_says_which(
+def test_R_J2_a_violation_says_which_event_broke_what(
     events: list[dict[str, Any]], says: str
 ) -> None:
-    """R-J2: the ProtocolError a user reads names the event and the item it named."""
+    """R-J2: the ProtocolError a user reads names the event, the item it named and how
+    it broke AG-UI there."""
     assert refusal(*events) == says
 
 
@@ -139,6 +173,31 @@ def test_R_J2_one_step_more_than_max_open_at_once_is_a_protocol_error() -> None:
     growth); the error says so, rather than waiting for the finish to find them open."""
     says = refusal(*(ev("STEP_STARTED", stepName=f"s{n}") for n in range(MAX_OPEN + 1)))
     assert says == f"more than {MAX_OPEN} steps open at once"
+
+
+def test_R_J2_an_invalid_activity_delta_says_it_was_the_activity_patch() -> None:
+    """R-J2: a patch that cannot apply fails the run; the error says which patch (the
+    activity's, not the state's) before what the patch error says."""
+    says = refusal(
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="plan", content={"n": 1}),
+        ev(
+            "ACTIVITY_DELTA",
+            messageId="a1",
+            activityType="plan",
+            patch=[{"op": "remove", "path": "/missing"}],
+        ),
+    )
+    assert says.startswith("invalid ACTIVITY_DELTA patch: ") and "'/missing'" in says
+
+
+def test_R_J1_an_encrypted_value_of_an_unknown_subtype_is_dropped_with_a_warning() -> None:
+    """R-J1: an unknown subtype is tolerated: the run succeeds and the warning a user reads
+    names the subtype and says the value was dropped."""
+    chat = run(ev("REASONING_ENCRYPTED_VALUE", subtype="other", entityId="u1", encryptedValue="E"))
+    assert chat.error is None
+    assert chat.warnings == (
+        "REASONING_ENCRYPTED_VALUE with unknown subtype 'other'; the value was dropped",
+    )
 
 
 # -- R-J2: chunks ---------------------------------------------------------------------------
