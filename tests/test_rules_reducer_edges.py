@@ -35,12 +35,15 @@ from interlude.core import (
     ToolError,
     ToolFinished,
     ToolMessage,
+    initial_state,
+    step,
 )
 from interlude.core.errors import (
     BatchExpiredError,
     ProtocolError,
     StateLockedError,
     TransportError,
+    UsageError,
 )
 from interlude.core.wire import (
     AssistantMessage,
@@ -617,3 +620,113 @@ def test_R_G3_a_claim_in_back_off_leaves_one_expiry_timer() -> None:
     driver.advance(25)  # 'q' expires: the claim is released at once
     assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("q",)
     assert driver.pending_timers() == []
+
+
+def test_stop_with_nothing_in_progress_changes_nothing() -> None:
+    """SPEC, Resources (stop): with nothing in progress (here paused on a batch), stop()
+    does nothing: the state is the same object, and observers are not notified."""
+    _, chat, batch = paused_chat()
+    seen: list[object] = []
+    chat.subscribe(seen.append)
+    before = chat.core_state
+    chat.stop()
+    assert chat.core_state is before and seen == []
+    assert chat.pending_interrupts is batch
+
+
+@pytest.mark.parametrize("given", [{"type": "RUN_STARTED"}, ["send", "hi"]])
+def test_step_refuses_an_unhashable_non_input_with_a_usage_error(given: object) -> None:
+    """A driver that hands step() a wire event's dict (or a list) gets the UsageError that
+    names what it passed, not a TypeError from looking it up."""
+    state = initial_state()
+    with pytest.raises(UsageError, match=rf"^{type(given).__name__} is not an interlude input$"):
+        step(state, given, 0.0)  # type: ignore[arg-type]
+
+
+def test_set_messages_ending_with_an_assistant_message_does_not_run() -> None:
+    """SPEC, Resources: set_messages runs only if the history ends with a user or tool
+    message; one ending with the assistant's answer is just replaced."""
+    driver = RecordingDriver(ScriptedAgent(succeed()))
+    chat = driver.chat()
+    chat.set_messages([UserMessage(id="u1", content="hi"), AssistantMessage(id="a1", content="yo")])
+    driver.run_until_idle()
+    assert [m.id for m in chat.messages] == ["u1", "a1"]
+    assert not chat.is_loading and driver.requests == [] and not driver.of(StartAttempt)
+
+
+def test_R_D5_a_resumed_interaction_gets_max_tool_rounds_and_no_more() -> None:
+    """R-D5 with max_tool_rounds=1: the resume starts a new interaction whose tool rounds
+    count from zero; its second round of local tools is refused, not run."""
+    ran: list[Any] = []
+
+    def calls(req: Any) -> Any:
+        n = len(driver.requests)
+        return reply(started(req), *tool_call(f"c{n}", "t", {}), finished(req))
+
+    driver, chat, batch = paused_chat(
+        replies=[calls, calls],
+        options=Options(max_tool_rounds=1),
+        local_tools={"t": ran.append},
+    )
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    assert len(ran) == 1 and isinstance(chat.error, ToolError)
+    assert "round 2 of local tools" in str(chat.error)
+
+
+def test_configure_that_declares_a_local_tool_anew_sends_its_new_declaration_once() -> None:
+    """SPEC, Resources (configure): options that declare a local tool themselves (a new
+    description, say) replace its old declaration; the request names it once."""
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat(local_tools={"mine": lambda args: "ok"})
+    chat.configure(Options(tools=(Tool(name="mine", description="new words"),)))
+    chat.send("go")
+    driver.run_until_idle()
+    (request,) = driver.requests
+    assert [(t["name"], t["description"]) for t in request.json["tools"]] == [("mine", "new words")]
+
+
+def test_R_J3_a_stream_that_does_not_begin_with_run_started_is_a_retryable_error() -> None:
+    """R-J3: a stream whose first event is not RUN_STARTED is a retryable protocol error
+    before acknowledgement: the retry is sent, and with no retries left the error says
+    what the stream began with."""
+
+    def text_first(req: Any) -> Any:
+        return reply(*text("m1", "early"), started(req), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(succeed()).then(text_first))
+    chat = driver.chat(Options(retry=RetryPolicy(jitter=0)))
+    chat.send("go")
+    driver.run_until_idle()
+    assert chat.error is None and len(driver.requests) == 2
+    assert [m.id for m in chat.messages if m.role == "assistant"] == ["done-interlude-run-6"]
+
+    driver = FakeDriver(ScriptedAgent(text_first))
+    chat = driver.chat(Options(retry=RetryPolicy(max_attempts=1)))
+    chat.send("go")
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError)
+    assert str(chat.error).startswith("the stream began with TEXT_MESSAGE_START, not RUN_STARTED")
+
+
+def test_R_J3_a_broken_typed_event_after_run_finished_is_a_late_violation() -> None:
+    """R-J3: after RUN_FINISHED an adapter's typed event that has no wire form is still
+    something more than a late RUN_ERROR: a protocol error that leaves the batch."""
+
+    def pause_held(req: Any) -> Any:
+        return held(started(req), interrupted(req, ask()))
+
+    driver = RecordingDriver(ScriptedAgent(succeed()).then(pause_held))
+    chat = driver.chat()
+    chat.send("buy")
+    driver.run_until_idle()
+    driver.release(2)
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    paused = driver.requests[0].attempt
+    assert batch is not None and chat.core_state.lingering == {paused}
+    broken = TextMessageContent(message_id="m1", delta=object())  # type: ignore[arg-type]
+    chat.apply(EventReceived(paused, broken))
+    assert isinstance(chat.error, ProtocolError)
+    assert "the endpoint sent more after RUN_FINISHED" in str(chat.error)
+    assert chat.pending_interrupts is batch and chat.core_state.lingering == frozenset()
