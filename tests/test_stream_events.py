@@ -31,8 +31,14 @@ from interlude.core import FrameReceived, step
 from interlude.core.errors import ProtocolError
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.state import State
-from interlude.core.stream import MAX_OPEN
-from interlude.core.wire import AssistantMessage, Message, UserMessage
+from interlude.core.stream import MAX_OPEN, with_arguments, with_call
+from interlude.core.wire import (
+    AssistantMessage,
+    FunctionCall,
+    Message,
+    ToolCall,
+    UserMessage,
+)
 
 OPTS = Options(retry=RetryPolicy(jitter=0, base_delay=1))
 
@@ -148,8 +154,49 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
             ],
             "an ACTIVITY_DELTA patch made the activity content a non-object",
         ),
+        (
+            [ev("TEXT_MESSAGE_START", messageId="m1"), ev("TEXT_MESSAGE_START", messageId="m1")],
+            "message 'm1' was started twice",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a", subagentRunId="a"),
+                ev("TEXT_MESSAGE_CHUNK", delta="b", subagentRunId="b"),
+            ],
+            "a text message chunk without an id, and no text message chunk stream open",
+        ),
+        (
+            [ev("REASONING_MESSAGE_START", messageId="r1", role="assistant")],
+            "REASONING_MESSAGE_START 'r1' has role 'assistant', not 'reasoning'",
+        ),
+        (
+            [
+                ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+                ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+            ],
+            "tool call 'c1' was started twice",
+        ),
+        (
+            [
+                ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
+                ev("TOOL_CALL_END", toolCallId="c1"),
+                ev(
+                    "TOOL_CALL_RESULT",
+                    messageId="r1",
+                    toolCallId="c1",
+                    content="done",
+                    role="assistant",
+                ),
+            ],
+            "TOOL_CALL_RESULT 'r1' has role 'assistant', not 'tool'",
+        ),
     ],
     ids=[
+        "result-with-another-role",
+        "call-started-twice",
+        "id-less-chunk-of-a-lane-with-none-open",
+        "reasoning-start-with-another-role",
+        "start-twice",
         "end-message",
         "end-call",
         "args",
@@ -218,6 +265,32 @@ def test_R_J2_an_untagged_id_less_chunk_continues_the_parent_agents_stream() -> 
     ]
 
 
+def test_R_J2_a_message_chunk_and_a_call_chunk_of_one_id_in_two_lanes_stand_apart() -> None:
+    """Message and call ids are separate namespaces: a parent agent's message chunk 'x'
+    opens message 'x', not the continuation of a subagent's tool call chunk 'x'."""
+    chat = run(
+        ev(
+            "TOOL_CALL_CHUNK",
+            toolCallId="x",
+            toolCallName="t",
+            parentMessageId="p",
+            delta="{",
+            subagentRunId="a",
+        ),
+        ev("TEXT_MESSAGE_CHUNK", messageId="x", delta="hi"),
+        ev("TOOL_CALL_CHUNK", toolCallId="x", delta="}", subagentRunId="a"),
+    )
+    assert chat.error is None
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(
+            id="p",
+            tool_calls=(ToolCall(id="x", function=FunctionCall(name="t", arguments="{}")),),
+            subagent_run_id="a",
+        ),
+        AssistantMessage(id="x", content="hi"),
+    ]
+
+
 # -- R-J2: lookups by id across versions of one state ---------------------------------------
 
 
@@ -277,3 +350,77 @@ def test_R_J2_an_id_only_a_sibling_version_appended_is_not_in_the_history(
             "the value was dropped",
         )
     )
+
+
+def test_R_J2_a_call_a_sibling_version_added_is_found_only_where_this_version_holds_it() -> None:
+    """The core is pure: a call a sibling version added (stepped from the same state) is
+    not held by the message this version put at the same place, and once this version
+    adds it too, an encrypted value for it lands on this version's call.
+    (White-box only in how the sibling arises: two ``step`` calls on one state.)"""
+    value = ev("REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId="z", encryptedValue="E")
+    parent = acked()
+    stepped(parent, ev("TOOL_CALL_START", toolCallId="z", toolCallName="t"))  # the sibling
+    parent = stepped(
+        parent,
+        ev("TEXT_MESSAGE_START", messageId="w"),
+        ev("TEXT_MESSAGE_END", messageId="w"),
+    )
+    missing = stepped(parent, value)
+    assert missing.error is None
+    assert missing.warnings == (
+        "REASONING_ENCRYPTED_VALUE for tool call 'z', which is not in the history; "
+        "the value was dropped",
+    )
+    after = stepped(
+        parent,
+        ev("TOOL_CALL_START", toolCallId="z", toolCallName="t"),
+        ev("TOOL_CALL_END", toolCallId="z"),
+        value,
+    )
+    assert after.error is None and after.warnings == ()
+    assert after.draft is not None
+    assert list(after.draft.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(id="w", content=""),
+        AssistantMessage(
+            id="z",
+            tool_calls=(
+                ToolCall(
+                    id="z",
+                    function=FunctionCall(name="t", arguments=""),
+                    encrypted_value="E",
+                ),
+            ),
+        ),
+    ]
+
+
+def test_R_J1_an_encrypted_value_for_a_later_call_of_a_message_lands_on_that_call() -> None:
+    """R-J1: one message holds several calls, each keeping its own encrypted value: the
+    value for the second call rides that call, not the first."""
+    chat = run(
+        ev("TEXT_MESSAGE_START", messageId="m1"),
+        ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t", parentMessageId="m1"),
+        ev("TOOL_CALL_END", toolCallId="c1"),
+        ev("TOOL_CALL_START", toolCallId="c2", toolCallName="t", parentMessageId="m1"),
+        ev("TOOL_CALL_END", toolCallId="c2"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+        ev("REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId="c2", encryptedValue="E"),
+    )
+    assert chat.error is None
+    (message,) = list(chat.messages)[len(HISTORY) + 1 :]
+    assert isinstance(message, AssistantMessage) and message.tool_calls is not None
+    assert [(c.id, c.encrypted_value) for c in message.tool_calls] == [("c1", None), ("c2", "E")]
+
+
+def test_with_call_and_with_arguments_name_a_call_the_message_does_not_hold() -> None:
+    """The public helpers of ``interlude.core.stream``: ``with_call`` answers None for a
+    call the message does not hold (one holding no calls at all included), and
+    ``with_arguments`` refuses it with a ValueError naming both ids."""
+    plain = AssistantMessage(id="m1", content="text only")
+    holder = AssistantMessage(
+        id="m2", tool_calls=(ToolCall(id="c1", function=FunctionCall(name="t", arguments="")),)
+    )
+    assert with_call(plain, "c1", lambda c: c) is None
+    assert with_call(holder, "c9", lambda c: c) is None
+    with pytest.raises(ValueError, match="'m2' holds no tool call 'c9'"):
+        with_arguments(holder, "c9", "{}")
