@@ -730,3 +730,20 @@ def test_R_J3_a_broken_typed_event_after_run_finished_is_a_late_violation() -> N
     assert isinstance(chat.error, ProtocolError)
     assert "the endpoint sent more after RUN_FINISHED" in str(chat.error)
     assert chat.pending_interrupts is batch and chat.core_state.lingering == frozenset()
+
+
+def test_R_H1_ids_a_run_streamed_under_the_prefix_are_not_generated_again() -> None:
+    """A run may stream a message whose id is spelt under this client's id prefix (another
+    client's on the thread, with the same default prefix, or an agent echoing ids). As for
+    ids a MESSAGES_SNAPSHOT, set_messages or a restored history brings, later generated
+    ids must not repeat it: two messages with one id break reconciliation by id."""
+    streamed = "interlude-msg-5"  # the id the next send() would generate (the fake's prefix)
+    driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(*text(streamed, "from the agent"))))
+    chat = driver.chat()
+    chat.send("first")
+    driver.run_until_idle()
+    assert streamed in [m.id for m in chat.messages]
+    chat.send("second")
+    driver.run_until_idle()
+    ids = [m.id for m in chat.messages]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
