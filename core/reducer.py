@@ -1033,10 +1033,13 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         run=None,
         lingering=tx.s.lingering | {attempt.id},
     )
-    if stream.base == 0 and len(stream.messages):
-        # A MESSAGES_SNAPSHOT replaced the history: ids it brought (another client's on
-        # this thread, say) must not be generated again.
-        tx.set(serial=intake.serial_past(stream.messages, _prefix(tx.s.options), tx.s.serial))
+    # Ids the run brought (another client's on this thread, in a MESSAGES_SNAPSHOT or
+    # streamed, say) must not be generated again. Only the messages it added are read:
+    # all of them once a snapshot replaced the history.
+    added = stream.messages if stream.base == 0 else stream.messages[stream.base :]
+    serial = intake.serial_past(added, _prefix(tx.s.options), tx.s.serial)
+    if serial != tx.s.serial:
+        tx.set(serial=serial)
     if isinstance(outcome, ev.InterruptOutcome):
         _publish(tx, outcome.interrupts)  # R-A1, R-A5: no tools, no follow-up
         return
