@@ -43,6 +43,7 @@ from interlude.core.wire import (
 OPTS = Options(retry=RetryPolicy(jitter=0, base_delay=1))
 
 HISTORY: tuple[Message, ...] = (UserMessage(id="old-u", content="Earlier question"),)
+HISTORY_WIRE = {"id": "old-u", "role": "user", "content": "Earlier question"}
 
 Handler = Callable[[Request], Reply]
 
@@ -424,3 +425,21 @@ def test_with_call_and_with_arguments_name_a_call_the_message_does_not_hold() ->
     assert with_call(holder, "c9", lambda c: c) is None
     with pytest.raises(ValueError, match="'m2' holds no tool call 'c9'"):
         with_arguments(holder, "c9", "{}")
+
+
+def test_R_J2_a_snapshot_restating_a_streaming_message_without_content_lets_it_go_on() -> None:
+    """R-J2: a MESSAGES_SNAPSHOT may restate a message still streaming with no content yet
+    (``content: null``, an assistant message holding only its tool calls): the stream goes
+    on in it, its later deltas are its text, and nothing is set adrift or warned about."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    restated = {"id": "m1", "role": "assistant", "content": None, "toolCalls": [call]}
+    chat = run(
+        ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+        ev("MESSAGES_SNAPSHOT", messages=[HISTORY_WIRE, restated]),
+        ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="after"),
+        ev("TEXT_MESSAGE_END", messageId="m1"),
+    )
+    assert chat.error is None and chat.warnings == ()
+    (m1,) = [m for m in chat.messages if m.id == "m1"]
+    assert m1.content == "after"
+    assert [c.id for c in m1.tool_calls or ()] == ["c1"]
