@@ -25,6 +25,7 @@ from interlude.adapters.fake import (
 from interlude.core import (
     AbortAttempt,
     AttemptFailed,
+    Batch,
     EventReceived,
     FrameReceived,
     Options,
@@ -491,13 +492,12 @@ def test_R_H1_a_bad_frame_of_a_retired_attempt_changes_nothing() -> None:
     assert chat.core_state.run.attempt.id == second
 
 
-def test_R_J3_an_event_after_run_finished_fails_and_closes_that_stream() -> None:
-    """R-J3: after RUN_FINISHED only a late RUN_ERROR is tolerated; anything else is a
-    protocol error that leaves the batch as it is, and its stream is closed at once,
-    so nothing more of it is read."""
+def paused_with_its_stream_open(*late: Any) -> tuple[RecordingDriver, Any, Batch, int]:
+    """A chat paused on an interrupt whose stream stays open after RUN_FINISHED (it
+    lingers, R-J3), holding ``late`` events back: the driver, chat, batch and attempt."""
 
     def pause_held(req: Any) -> Any:
-        return held(started(req), interrupted(req, ask()), *text("late", "x"))
+        return held(started(req), interrupted(req, ask()), *late)
 
     driver = RecordingDriver(ScriptedAgent(succeed()).then(pause_held))
     chat = driver.chat()
@@ -508,6 +508,15 @@ def test_R_J3_an_event_after_run_finished_fails_and_closes_that_stream() -> None
     batch = chat.pending_interrupts
     paused = driver.requests[0].attempt
     assert batch is not None and chat.core_state.lingering == {paused}
+    return driver, chat, batch, paused
+
+
+def test_R_J3_an_event_after_run_finished_fails_and_closes_that_stream() -> None:
+    """R-J3: after RUN_FINISHED only a late RUN_ERROR is tolerated; anything else is a
+    protocol error that leaves the batch as it is, and its stream is closed at once,
+    so nothing more of it is read."""
+
+    driver, chat, batch, paused = paused_with_its_stream_open(*text("late", "x"))
     driver.release(1)  # TEXT_MESSAGE_START after RUN_FINISHED
     driver.run_until_idle()
     assert isinstance(chat.error, ProtocolError)
@@ -713,18 +722,7 @@ def test_R_J3_a_broken_typed_event_after_run_finished_is_a_late_violation() -> N
     """R-J3: after RUN_FINISHED an adapter's typed event that has no wire form is still
     something more than a late RUN_ERROR: a protocol error that leaves the batch."""
 
-    def pause_held(req: Any) -> Any:
-        return held(started(req), interrupted(req, ask()))
-
-    driver = RecordingDriver(ScriptedAgent(succeed()).then(pause_held))
-    chat = driver.chat()
-    chat.send("buy")
-    driver.run_until_idle()
-    driver.release(2)
-    driver.run_until_idle()
-    batch = chat.pending_interrupts
-    paused = driver.requests[0].attempt
-    assert batch is not None and chat.core_state.lingering == {paused}
+    _, chat, batch, paused = paused_with_its_stream_open()
     broken = TextMessageContent(message_id="m1", delta=object())  # type: ignore[arg-type]
     chat.apply(EventReceived(paused, broken))
     assert isinstance(chat.error, ProtocolError)
