@@ -1034,10 +1034,9 @@ def _finished(tx: _Tx, run: Run, attempt: Attempt, event: ev.RunFinished) -> Non
         lingering=tx.s.lingering | {attempt.id},
     )
     # Ids the run brought (another client's on this thread, in a MESSAGES_SNAPSHOT or
-    # streamed, say) must not be generated again. Only the messages it added are read:
-    # all of them once a snapshot replaced the history.
-    added = stream.messages if stream.base == 0 else stream.messages[stream.base :]
-    serial = intake.serial_past(added, _prefix(tx.s.options), tx.s.serial)
+    # streamed, say) must not be generated again. Only the messages it added are read
+    # (from ``base``: all of them once a snapshot replaced the history).
+    serial = intake.serial_past(stream.messages[stream.base :], _prefix(tx.s.options), tx.s.serial)
     if serial != tx.s.serial:
         tx.set(serial=serial)
     if isinstance(outcome, ev.InterruptOutcome):
