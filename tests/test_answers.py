@@ -1327,6 +1327,7 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
         ({"type": "string", "minLength": 1}, 76),  # 2 * (5 + 24) + 3 * 6
         ({"multipleOf": 2}, 66),  # multipleOf is two checks
         ({"$schema": DRAFT_07, "contentEncoding": "base64"}, 76),  # so is contentEncoding
+        ({"$schema": DRAFT_07, "contentMediaType": "application/json"}, 76),  # and this one
         ({"const": "x" * 128}, 41),  # 128 characters weigh 1 + 2
         ({"dependencies": {"a": ["b", "c"]}}, 143),  # one check per dependency name too
         ({"properties": {"a": {"type": "string"}}}, 71),  # 12 + 14 + (29 + 16)
@@ -1340,6 +1341,10 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
                 "definitions": {"s": {"type": "string"}},
             },
             222,
+        ),
+        (  # a $ref into an array: as above, less 1 for the list's key (in 2 checks)
+            {"type": "array", "items": {"$ref": "#/allOf/0"}, "allOf": [{"type": "string"}]},
+            220,
         ),
         # a scalar target counts 1 (fastjsonschema then fails on it, but only after this)
         ({"type": "array", "items": {"$ref": "#/const"}, "const": 3}, 141),
