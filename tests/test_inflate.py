@@ -154,3 +154,40 @@ def test_the_header_names_one_layer(header: str | None, coding: str | None) -> N
 def test_stacked_or_unknown_codings_are_refused(header: str) -> None:
     with pytest.raises(ValueError, match=r"stacked|unknown"):
         coding_of(header)
+
+
+@pytest.mark.parametrize("more", [5, 50, 100])
+@pytest.mark.parametrize(
+    ("coding", "encode"),
+    [("gzip", gzip.compress), ("deflate", zlib.compress), ("deflate", raw_deflate)],
+)
+def test_a_body_just_over_a_slice_reads_back_whole_in_one_read(
+    coding: str, encode: Callable[[bytes], bytes], more: int
+) -> None:
+    """A body that inflates to a few bytes more than a slice, in one network read: every
+    byte comes out and the body is complete. zlib may have used up the read's input and
+    still hold output back (the rest of a long match), which is asked for only by another
+    call; a raw deflate body has no check value after its data, so no later read asks."""
+    data = b"x" * (SLICE + more)
+    inflater = Inflater(coding)
+    assert b"".join(inflater.slices(encode(data))) == data
+    assert inflater.complete
+
+
+@pytest.mark.parametrize("more", [5, 50, 100])
+@pytest.mark.parametrize(
+    ("coding", "encode", "check"), [("gzip", gzip.compress, 8), ("deflate", zlib.compress, 4)]
+)
+def test_a_read_gives_out_all_it_decodes_before_the_next_read(
+    coding: str, encode: Callable[[bytes], bytes], check: int, more: int
+) -> None:
+    """A read holding all of a body's compressed data but not its check value: all the
+    data comes out of that read. The transport passes each read's output on as the frames
+    it completes, so a byte held back until the next read delays a frame until the server
+    sends more (or for good, if it sends nothing more)."""
+    data = b"x" * (SLICE + more)
+    body = encode(data)
+    inflater = Inflater(coding)
+    assert b"".join(inflater.slices(body[:-check])) == data
+    assert b"".join(inflater.slices(body[-check:])) == b""
+    assert inflater.complete
