@@ -83,7 +83,8 @@ class Inflater:
             # Bounded: zlib checks its header in the first two bytes, so a raw body
             # fails long before this much arrives without output.
             self._seen = self._seen + data if len(self._seen) < _REPLAY else None
-        while data:
+        more = bool(data)
+        while more:
             # zlib drops all of a failing call's output: the state before it is kept (about
             # 3 µs a read) to decode again up to the damage, so a stream's last events come
             # out before a bad check value at its end.
@@ -117,8 +118,12 @@ class Inflater:
                     # rather than failing a run whose events all arrived.
                     self._done = True
                     return
-            else:
+            elif len(out) == SLICE and not z.eof:
+                # Stopped by the slice's bound with the input used up: zlib may still hold
+                # output (the rest of a long match) that only another call gives out.
                 data = b""
+            else:
+                more = False
 
 
 def _up_to_damage(z: zlib._Decompress, data: bytes) -> Iterator[bytes]:
