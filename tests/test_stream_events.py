@@ -292,6 +292,56 @@ def test_R_J2_a_message_chunk_and_a_call_chunk_of_one_id_in_two_lanes_stand_apar
     ]
 
 
+SUB_TEXT = ev("TEXT_MESSAGE_CHUNK", messageId="m", delta="hi", subagentRunId="a")
+SUB_CALL = ev("TOOL_CALL_CHUNK", toolCallId="x", toolCallName="t", delta="{", subagentRunId="a")
+
+
+@pytest.mark.parametrize(
+    ("events", "item"),
+    [
+        ([SUB_TEXT, ev("TEXT_MESSAGE_CONTENT", messageId="m", delta="!")], "'m'"),
+        ([SUB_TEXT, ev("TEXT_MESSAGE_END", messageId="m")], "'m'"),
+        ([SUB_CALL, ev("TOOL_CALL_ARGS", toolCallId="x", delta="}")], "'x'"),
+        ([SUB_CALL, ev("TOOL_CALL_END", toolCallId="x")], "'x'"),
+        (
+            [
+                SUB_TEXT,
+                ev("TEXT_MESSAGE_END", messageId="m"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m", delta="!", subagentRunId="a"),
+            ],
+            "'m'",
+        ),
+        (
+            [
+                SUB_CALL,
+                ev("TOOL_CALL_END", toolCallId="x"),
+                ev("TOOL_CALL_CHUNK", delta="}", subagentRunId="a"),
+            ],
+            "'x'",
+        ),
+    ],
+    ids=[
+        "content",
+        "end",
+        "args",
+        "call-end",
+        "end-then-chunk",
+        "call-end-then-chunk",
+    ],
+)
+def test_R_J2_an_untagged_continuation_of_a_subagents_chunked_item_fails_the_run(
+    events: list[dict[str, Any]], item: str
+) -> None:
+    """The two forms do not mix (docs/failures.md, Known limits): a ``*_CONTENT``,
+    ``*_END`` or ``TOOL_CALL_ARGS`` for an item a chunk opened fails the run with a
+    ProtocolError naming the item, also when it is untagged and the chunk was a
+    subagent's. (In the chunk's own lane it does: the event ends the chunk stream first.)
+    Today the untagged one is applied to the subagent's item from the parent agent's
+    lane, and the stream's chunk record outlives the item it closed: a chunk continuing
+    it then stops the run with a bare AssertionError out of the driver."""
+    assert item in refusal(*events)
+
+
 # -- R-J2: lookups by id across versions of one state ---------------------------------------
 
 
