@@ -263,7 +263,7 @@ def _text_content(s: Stream, e: ev.TextMessageContent) -> Stream:
             o.message_id == e.message_id
             and not o.reasoning
             and e.metadata is None
-            and (tag is None or tag == o.owner)
+            and tag == o.owner  # an untagged one continuing a subagent's: checked below
         ):
             return with_open_texts(s, (with_rope(o, o.rope.append(e.delta)),))
     return _content(s, e, False)
@@ -276,12 +276,14 @@ def _reasoning_content(s: Stream, e: ev.ReasoningMessageContent) -> Stream:
 def _content(
     s: Stream, e: ev.TextMessageContent | ev.ReasoningMessageContent, reasoning: bool
 ) -> Stream:
+    _not_chunked(s, e.message_id, _TEXT_KINDS, e)
     _check_lane(s, e.message_id, reasoning, e)
     s = _append_text(s, e.message_id, e.delta)
     return _message_metadata(s, e.message_id, e.metadata)
 
 
 def _text_end(s: Stream, e: ev.TextMessageEnd | ev.ReasoningMessageEnd) -> Stream:
+    _not_chunked(s, e.message_id, _TEXT_KINDS, e)
     _check_lane(s, e.message_id, type(e) is ev.ReasoningMessageEnd, e)
     if _find_open_text(s, e.message_id) is None:
         entry = _adrift(s, e.message_id, _TEXT_KINDS)
@@ -453,6 +455,18 @@ def _continued(s: Stream, lane: str | None, kind: str) -> str:
         f"a {what} chunk without an id or subagentRunId, and {what} chunk streams open "
         "in several subagents: it continues none of them"
     )
+
+
+def _not_chunked(s: Stream, item_id: str, kinds: tuple[str, ...], event: Any) -> None:
+    """The other direction of :func:`_mixed`: a content, arguments or end event for an
+    item a chunk stream is assembling. One of the chunk's own lane has ended it already
+    (:func:`end_chunks`), so this is an untagged event for a subagent's chunked item."""
+    for lane, kind, item in s.chunks:
+        if item == item_id and kind in kinds:
+            raise StreamViolation(
+                f"{article(event.TYPE)} for {item_id!r}, which a chunk of {_owner(lane)} "
+                "opened and has not ended: only chunks continue an item of the chunk form"
+            )
 
 
 def _mixed(chunk_type: str, item_id: str) -> str:
@@ -734,10 +748,11 @@ def _tool_call_args_event(s: Stream, e: ev.ToolCallArgs) -> Stream:
         len(calls) == 1
         and calls[0].tool_call_id == e.tool_call_id
         and e.metadata is None
-        and (tag is None or tag == calls[0].owner)
+        and tag == calls[0].owner  # as in _text_content
     ):
         o = calls[0]  # as in _text_content
         return with_open_calls(s, (with_rope(o, o.rope.append(e.delta)),))
+    _not_chunked(s, e.tool_call_id, _CALL_KIND, e)
     _check_call_owner(s, e)
     s = _tool_call_args(s, e.tool_call_id, e.delta)
     return _call_metadata(s, e.tool_call_id, e.metadata)
@@ -803,6 +818,7 @@ def _check_call_owner(s: Stream, e: ev.ToolCallArgs | ev.ToolCallEnd) -> None:
 
 
 def _tool_call_end_event(s: Stream, e: ev.ToolCallEnd) -> Stream:
+    _not_chunked(s, e.tool_call_id, _CALL_KIND, e)
     _check_call_owner(s, e)
     if _find_open_call(s, e.tool_call_id) is None:
         entry = _adrift(s, e.tool_call_id, _CALL_KIND)
