@@ -193,11 +193,6 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         ),
     ],
     ids=[
-        "result-with-another-role",
-        "call-started-twice",
-        "id-less-chunk-of-a-lane-with-none-open",
-        "reasoning-start-with-another-role",
-        "start-twice",
         "end-message",
         "end-call",
         "args",
@@ -206,6 +201,11 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         "first-call-chunk-without-name",
         "call-chunk-after-start",
         "activity-made-a-non-object",
+        "start-twice",
+        "id-less-chunk-of-a-lane-with-none-open",
+        "reasoning-start-with-another-role",
+        "call-started-twice",
+        "result-with-another-role",
     ],
 )
 def test_R_J2_a_violation_says_which_event_broke_what(
