@@ -191,6 +191,18 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
             ],
             "TOOL_CALL_RESULT 'r1' has role 'assistant', not 'tool'",
         ),
+        (
+            [ev("TEXT_MESSAGE_START", messageId="m1", role="tool")],
+            "text message 'm1' has role 'tool'; a text message is developer, system, "
+            "assistant or user",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+                ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta="x"),
+            ],
+            "a reasoning event for message 'm1', a text message",
+        ),
     ],
     ids=[
         "end-message",
@@ -206,6 +218,8 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         "reasoning-start-with-another-role",
         "call-started-twice",
         "result-with-another-role",
+        "text-start-with-another-role",
+        "reasoning-content-for-a-text-message",
     ],
 )
 def test_R_J2_a_violation_says_which_event_broke_what(
@@ -493,3 +507,29 @@ def test_R_J2_a_snapshot_restating_a_streaming_message_without_content_lets_it_g
     (m1,) = [m for m in chat.messages if m.id == "m1"]
     assert m1.content == "after"
     assert [c.id for c in m1.tool_calls or ()] == ["c1"]
+
+
+def test_R_J2_a_snapshot_naming_an_id_the_history_holds_twice_leaves_one_message() -> None:
+    """R-J2: messages are reconciled by id: an application's history may hold two
+    messages of one id, and a MESSAGES_SNAPSHOT restating that id leaves one message of
+    it, at the first one's place, not two copies of the snapshot's."""
+    history = (UserMessage(id="d", content="one"), AssistantMessage(id="d", content="two"))
+    snapshot = [
+        {"id": "d", "role": "user", "content": "restated"},
+        {"id": "u1", "role": "user", "content": "Go"},
+    ]
+    driver = FakeDriver(
+        ScriptedAgent().then(
+            lambda req: reply(
+                started(req), ev("MESSAGES_SNAPSHOT", messages=snapshot), finished(req)
+            )
+        )
+    )
+    chat = driver.chat(OPTS, messages=history)
+    chat.send("Go", message_id="u1")
+    driver.run_until_idle()
+    assert chat.error is None
+    assert list(chat.messages) == [
+        UserMessage(id="d", content="restated"),
+        UserMessage(id="u1", content="Go"),
+    ]
