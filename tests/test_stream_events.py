@@ -36,6 +36,7 @@ from interlude.core.wire import (
     AssistantMessage,
     FunctionCall,
     Message,
+    ReasoningMessage,
     ToolCall,
     UserMessage,
 )
@@ -533,3 +534,31 @@ def test_R_J2_a_snapshot_naming_an_id_the_history_holds_twice_leaves_one_message
         UserMessage(id="d", content="restated"),
         UserMessage(id="u1", content="Go"),
     ]
+
+
+def test_R_J2_a_reasoning_message_set_adrift_goes_on_where_a_later_snapshot_restates_it() -> None:
+    """R-J2: a MESSAGES_SNAPSHOT that drops a reasoning message still streaming sets it
+    adrift (a warning); a later snapshot restating it as a reasoning message gives it its
+    place back, and the reasoning deltas after that are its text."""
+    user = {"id": "u1", "role": "user", "content": "Go"}
+    chat = run(
+        ev("REASONING_MESSAGE_START", messageId="r1", role="reasoning"),
+        ev(
+            "MESSAGES_SNAPSHOT",
+            messages=[HISTORY_WIRE, user, {"id": "r0", "role": "reasoning", "content": "x"}],
+        ),
+        ev(
+            "MESSAGES_SNAPSHOT",
+            messages=[HISTORY_WIRE, user, {"id": "r1", "role": "reasoning", "content": "so far"}],
+        ),
+        ev("REASONING_MESSAGE_CONTENT", messageId="r1", delta=", more"),
+        ev("REASONING_MESSAGE_END", messageId="r1"),
+    )
+    assert chat.error is None
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        ReasoningMessage(id="r1", content="so far, more")
+    ]
+    assert chat.warnings == (
+        "MESSAGES_SNAPSHOT left no place for message 'r1' while streaming (dropped, or "
+        "restated as a message it cannot continue): open until ended, its content dropped",
+    )
