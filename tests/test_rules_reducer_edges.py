@@ -32,6 +32,7 @@ from interlude.core import (
     RetryPolicy,
     SendStarting,
     StartAttempt,
+    Stop,
     TimerFired,
     ToolError,
     ToolFinished,
@@ -745,3 +746,44 @@ def test_R_H1_ids_a_run_streamed_under_the_prefix_are_not_generated_again() -> N
     driver.run_until_idle()
     ids = [m.id for m in chat.messages]
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+# -- a third mutation round: the rest of core/reducer.py -----------------------------------
+
+
+def test_step_names_a_class_that_is_not_an_input_as_what_it_is() -> None:
+    """A driver passing an input class uncalled (Stop, not Stop()) is told to call it; any
+    other class is simply not an input, and the message does not suggest calling it."""
+    state = initial_state()
+    with pytest.raises(UsageError, match=r"^step\(\) takes an input, not the class Stop: call it$"):
+        step(state, Stop, 0.0)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"^type is not an interlude input$"):
+        step(state, dict, 0.0)  # type: ignore[arg-type]
+
+
+def test_completion_reload_with_no_input_runs_nothing() -> None:
+    """SPEC, Resources (reload): a completion that has no input yet has nothing to run
+    again: reload() returns False and changes nothing."""
+    driver = RecordingDriver(ScriptedAgent(succeed()))
+    comp = driver.completion()
+    before = comp.core_state
+    assert comp.reload() is False
+    assert comp.core_state is before and driver.commands == []
+
+
+def test_R_D5_a_local_tool_call_streamed_with_no_arguments_runs_with_an_empty_object() -> None:
+    """R-D5: a call whose TOOL_CALL_ARGS never came (its arguments are the empty string)
+    runs with ``{}``, as a call streamed with ``{}`` would; it is not a JSON error."""
+    got: list[Any] = []
+
+    def no_args(req: Any) -> Any:
+        start, _, end = tool_call("c1", "t", "")
+        return reply(started(req), start, end, finished(req))
+
+    driver = FakeDriver(ScriptedAgent(succeed()).then(no_args))
+    chat = driver.chat(local_tools={"t": lambda args: got.append(args) or "ok"})
+    chat.send("go")
+    driver.run_until_idle()
+    assert got == [{}] and chat.error is None
+    (result,) = (m for m in chat.messages if isinstance(m, ToolMessage))
+    assert (result.content, result.error) == ("ok", None)
