@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rule_support import RecordingDriver, ask, at, paused_chat, rejected, succeed
+from rule_support import T0, RecordingDriver, ask, at, paused_chat, rejected, succeed
 
 from interlude.adapters.fake import (
     FakeDriver,
@@ -787,3 +787,18 @@ def test_R_D5_a_local_tool_call_streamed_with_no_arguments_runs_with_an_empty_ob
     assert got == [{}] and chat.error is None
     (result,) = (m for m in chat.messages if isinstance(m, ToolMessage))
     assert (result.content, result.error) == ("ok", None)
+
+
+def test_R_F3_a_repeated_send_starting_after_the_send_changes_nothing() -> None:
+    """R-F3: expiry is checked before the send. A SendStarting repeated for an attempt
+    already sent (a driver announcing twice) comes too late for that check: the resume
+    already went out, so an interrupt expiring since does not release its claim."""
+    driver, chat, batch = paused_chat(ask(expires=at(60)), replies=[succeed(hold=True)])
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    attempt = driver.of(StartAttempt)[-1].attempt
+    before = chat.core_state
+    assert before.claim is not None and before.run is not None
+    transition = chat.apply(SendStarting(attempt), now=T0 + 120)
+    assert transition.commands == () and chat.core_state is before
+    assert chat.error is None and chat.is_resuming
