@@ -26,6 +26,7 @@ from interlude.core import (
     AbortAttempt,
     AttemptFailed,
     Batch,
+    CancelTool,
     EventReceived,
     FrameReceived,
     Options,
@@ -42,6 +43,8 @@ from interlude.core import (
 )
 from interlude.core.errors import (
     BatchExpiredError,
+    InterruptPendingError,
+    ObserverError,
     ProtocolError,
     StateLockedError,
     TransportError,
@@ -802,3 +805,58 @@ def test_R_F3_a_repeated_send_starting_after_the_send_changes_nothing() -> None:
     transition = chat.apply(SendStarting(attempt), now=T0 + 120)
     assert transition.commands == () and chat.core_state is before
     assert chat.error is None and chat.is_resuming
+
+
+def test_R_D3_new_input_on_a_batch_not_yet_expired_points_to_resume() -> None:
+    """R-D3: new input on a pending batch that has an expiry, not reached yet, is told to
+    answer it with resume(); the message does not call the batch expired."""
+    _, chat, _ = paused_chat(ask(expires=at(60)))
+    error = rejected(chat, InterruptPendingError, lambda: chat.send("more"))
+    assert "is waiting for answers; answer it with resume()" in str(error)
+    assert "expired" not in str(error)
+
+
+def test_R_F3_an_interrupt_expiring_while_its_resume_is_in_flight_does_not_end_it() -> None:
+    """R-F3: expiry is checked before each send of the resume. An interrupt that expires
+    once the resume went out, while its answer is awaited, does not abort it: the
+    acknowledgement still retires the batch and the resumed run finishes."""
+    driver, chat, batch = paused_chat(ask(expires=at(60)), replies=[succeed(hold=True)])
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    resumed = driver.of(StartAttempt)[-1].attempt
+    driver.advance_to(T0 + 61)  # the batch's expiry timer fires
+    assert chat.is_resuming and chat.error is None
+    assert AbortAttempt(resumed) not in driver.commands
+    driver.release(10)
+    driver.run_until_idle()
+    assert chat.error is None and chat.pending_interrupts is None and not chat.is_loading
+
+
+def test_R_F1_an_observer_failing_while_local_tools_run_cancels_them() -> None:
+    """R-F1: an observer's exception is an application error that ends the interaction,
+    also between runs while local tools are running: each is cancelled, its call gets a
+    result saying so, and no follow-up request goes out."""
+    driver = RecordingDriver(
+        ScriptedAgent(succeed()).then(
+            lambda req: reply(started(req), *tool_call("c1", "t", {}), finished(req))
+        ),
+        manual_tools=True,
+    )
+    chat = driver.chat(local_tools={"t": lambda args: "ok"})
+
+    def fail_once_tools_run(resource: Any) -> None:
+        if resource.core_state.tools is not None and not driver.of(CancelTool):
+            raise RuntimeError("observer bug")
+
+    chat.subscribe(fail_once_tools_run)
+    chat.send("go")
+    driver.run_until_idle()
+    (run,) = driver.tool_runs
+    assert isinstance(chat.error, ObserverError)
+    assert driver.of(CancelTool) == [CancelTool(run.task)]
+    assert chat.core_state.tools is None and not chat.is_loading
+    assert [m.content for m in chat.messages if isinstance(m, ToolMessage)] == [
+        "Error: cancelled: the interaction failed before the tool returned "
+        "(it may have run in part, or not at all)"
+    ]
+    assert len(driver.requests) == 1
