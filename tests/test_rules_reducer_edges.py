@@ -860,3 +860,34 @@ def test_R_F1_an_observer_failing_while_local_tools_run_cancels_them() -> None:
         "(it may have run in part, or not at all)"
     ]
     assert len(driver.requests) == 1
+
+
+def test_R_G3_observers_learn_of_the_earliest_expiry_while_a_claim_waits_out_a_back_off() -> None:
+    """R-G3 under cancel_expired: the resume cancels 'p' (expiring at 30 s) and answers 'q'
+    (at 60 s); its attempt fails and waits a 100 s back-off. 'p' expiring does not block
+    that retry, but the batch shows as expired from then on, so observers are told at
+    30 s, not only when 'q' expires."""
+    fail = TransportError.from_status(503, "")
+    options = Options(
+        expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+    )
+    driver, chat, batch = paused_chat(
+        ask("p", expires=at(30)),
+        ask("q", expires=at(60)),
+        replies=[Reply(fail_before_send=fail)],
+        options=options,
+    )
+    chat.resume(
+        batch.id,
+        [
+            {"interrupt_id": "p", "status": "cancelled"},
+            {"interrupt_id": "q", "status": "resolved", "payload": 1},
+        ],
+    )
+    driver.run_until_idle(follow_retries=False)  # the 503: a back-off of 100 s
+    assert chat.is_retrying and chat.is_resuming and not chat.is_expired
+    seen: list[tuple[float, bool]] = []
+    chat.subscribe(lambda r: seen.append((driver.clock.now(), r.is_expired)))
+    driver.advance(45)
+    assert seen == [(T0 + 30, True)]
+    assert chat.is_retrying and chat.is_resuming and chat.error is None
