@@ -562,3 +562,20 @@ def test_R_J2_a_reasoning_message_set_adrift_goes_on_where_a_later_snapshot_rest
         "MESSAGES_SNAPSHOT left no place for message 'r1' while streaming (dropped, or "
         "restated as a message it cannot continue): open until ended, its content dropped",
     )
+
+
+def test_R_J2_a_replacing_activity_snapshot_makes_an_earlier_activity_its_subagents() -> None:
+    """AG-UI 1.0 (Activity, Subagents): a replacing ACTIVITY_SNAPSHOT re-mints an activity
+    the run did not make here (a MESSAGES_SNAPSHOT made the history the run's): its
+    deltas are then the replacing subagent's, and one tagged for the first opener fails
+    the run."""
+    user = {"id": "u1", "role": "user", "content": "Go"}
+    says = refusal(
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, subagentRunId="s1"),
+        ev("MESSAGES_SNAPSHOT", messages=[HISTORY_WIRE, user]),
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, subagentRunId="s2"),
+        ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], subagentRunId="s1"),
+    )
+    assert says == (
+        "an ACTIVITY_DELTA of subagent 's1' continuing activity 'a1', which subagent 's2' opened"
+    )
