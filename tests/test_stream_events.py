@@ -579,3 +579,22 @@ def test_R_J2_a_replacing_activity_snapshot_makes_an_earlier_activity_its_subage
     assert says == (
         "an ACTIVITY_DELTA of subagent 's1' continuing activity 'a1', which subagent 's2' opened"
     )
+
+
+def test_R_J2_a_call_the_first_message_holds_is_found_when_its_id_is_not_unique() -> None:
+    """R-J2: a lookup by id never misses: in an application's history whose first message
+    holds call 'c1', and which also holds two messages of id 'c1' (ids the hints do not
+    trust), an encrypted value for that call still lands on it."""
+    holder = AssistantMessage(
+        id="a0", tool_calls=(ToolCall(id="c1", function=FunctionCall(name="t", arguments="")),)
+    )
+    history = (holder, UserMessage(id="c1", content="x"), UserMessage(id="c1", content="y"))
+    value = ev("REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId="c1", encryptedValue="E")
+    driver = FakeDriver(ScriptedAgent().then(lambda req: reply(started(req), value, finished(req))))
+    chat = driver.chat(OPTS, messages=history)
+    chat.send("Go", message_id="u1")
+    driver.run_until_idle()
+    assert chat.error is None and chat.warnings == ()
+    first = chat.messages[0]
+    assert isinstance(first, AssistantMessage) and first.tool_calls is not None
+    assert first.tool_calls[0].encrypted_value == "E"
