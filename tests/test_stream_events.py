@@ -64,7 +64,15 @@ def chat_with(handler: Handler) -> tuple[FakeDriver, Resource]:
 
 def run(*events: Any) -> Resource:
     """The chat after one run streaming ``events`` between RUN_STARTED and RUN_FINISHED."""
-    driver, chat = chat_with(lambda req: reply(started(req), *events, finished(req)))
+    return run_on(HISTORY, *events)
+
+
+def run_on(history: tuple[Message, ...], *events: Any) -> Resource:
+    """``run``, for a chat whose history is ``history``."""
+    driver = FakeDriver(
+        ScriptedAgent().then(lambda req: reply(started(req), *events, finished(req)))
+    )
+    chat = driver.chat(OPTS, messages=history)
     chat.send("Go", message_id="u1")
     driver.run_until_idle()
     return chat
@@ -519,16 +527,7 @@ def test_R_J2_a_snapshot_naming_an_id_the_history_holds_twice_leaves_one_message
         {"id": "d", "role": "user", "content": "restated"},
         {"id": "u1", "role": "user", "content": "Go"},
     ]
-    driver = FakeDriver(
-        ScriptedAgent().then(
-            lambda req: reply(
-                started(req), ev("MESSAGES_SNAPSHOT", messages=snapshot), finished(req)
-            )
-        )
-    )
-    chat = driver.chat(OPTS, messages=history)
-    chat.send("Go", message_id="u1")
-    driver.run_until_idle()
+    chat = run_on(history, ev("MESSAGES_SNAPSHOT", messages=snapshot))
     assert chat.error is None
     assert list(chat.messages) == [
         UserMessage(id="d", content="restated"),
@@ -590,11 +589,27 @@ def test_R_J2_a_call_the_first_message_holds_is_found_when_its_id_is_not_unique(
     )
     history = (holder, UserMessage(id="c1", content="x"), UserMessage(id="c1", content="y"))
     value = ev("REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId="c1", encryptedValue="E")
-    driver = FakeDriver(ScriptedAgent().then(lambda req: reply(started(req), value, finished(req))))
-    chat = driver.chat(OPTS, messages=history)
-    chat.send("Go", message_id="u1")
-    driver.run_until_idle()
+    chat = run_on(history, value)
     assert chat.error is None and chat.warnings == ()
     first = chat.messages[0]
     assert isinstance(first, AssistantMessage) and first.tool_calls is not None
     assert first.tool_calls[0].encrypted_value == "E"
+
+
+def test_R_J2_the_first_message_is_found_when_its_id_is_not_unique() -> None:
+    """R-J2: a lookup by id never misses: in an application's history whose first message
+    is 'm0', and where two messages hold a call 'm0' (an id the hints then do not trust),
+    a TOOL_CALL_RESULT reusing the id 'm0' is still refused, not made a second 'm0'."""
+    calls = (ToolCall(id="m0", function=FunctionCall(name="t", arguments="")),)
+    history = (
+        UserMessage(id="m0", content="hi"),
+        AssistantMessage(id="a1", tool_calls=calls),
+        AssistantMessage(id="a2", tool_calls=calls),
+    )
+    result = ev("TOOL_CALL_RESULT", messageId="m0", toolCallId="m0", content="done")
+    chat = run_on(history, result)
+    assert isinstance(chat.error, ProtocolError)
+    assert str(chat.error) == (
+        "TOOL_CALL_RESULT 'm0' names a message id the history already holds (a user "
+        "message): a result needs an id of its own"
+    )
