@@ -212,6 +212,17 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
             ],
             "a reasoning event for message 'm1', a text message",
         ),
+        *(
+            (
+                [
+                    ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a", subagentRunId="s1"),
+                    ev(end, subagentRunId="s1", **fields),
+                    ev("TEXT_MESSAGE_CHUNK", delta="b", subagentRunId="s1"),
+                ],
+                "a text message chunk without an id, and no text message chunk stream open",
+            )
+            for end, fields in (("SUBAGENT_FINISHED", {}), ("SUBAGENT_ERROR", {"message": "x"}))
+        ),
     ],
     ids=[
         "end-message",
@@ -229,6 +240,8 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         "result-with-another-role",
         "text-start-with-another-role",
         "reasoning-content-for-a-text-message",
+        "id-less-chunk-after-its-subagent-finished",
+        "id-less-chunk-after-its-subagent-failed",
     ],
 )
 def test_R_J2_a_violation_says_which_event_broke_what(
@@ -365,6 +378,20 @@ def test_R_J2_an_untagged_continuation_of_a_subagents_chunked_item_fails_the_run
     assert item in refusal(*events)
 
 
+def test_R_J2_an_untagged_chunk_naming_a_subagents_chunk_stream_continues_it() -> None:
+    """AG-UI 1.0 (Subagents): an untagged continuation continues whatever its opener
+    owns: a chunk without subagentRunId, naming a subagent's open chunk stream by id,
+    adds to that subagent's message."""
+    chat = run(
+        ev("TEXT_MESSAGE_CHUNK", messageId="s1", delta="sub", subagentRunId="a"),
+        ev("TEXT_MESSAGE_CHUNK", messageId="s1", delta=" more"),
+    )
+    assert chat.error is None
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [
+        AssistantMessage(id="s1", content="sub more", subagent_run_id="a"),
+    ]
+
+
 # -- R-J2: lookups by id across versions of one state ---------------------------------------
 
 
@@ -498,6 +525,8 @@ def test_with_call_and_with_arguments_name_a_call_the_message_does_not_hold() ->
     assert with_call(holder, "c9", lambda c: c) is None
     with pytest.raises(ValueError, match="'m2' holds no tool call 'c9'"):
         with_arguments(holder, "c9", "{}")
+    with pytest.raises(ValueError, match="'m1' holds no tool call 'c1'"):
+        with_arguments(plain, "c1", "{}")
 
 
 def test_R_J2_a_snapshot_restating_a_streaming_message_without_content_lets_it_go_on() -> None:
