@@ -223,6 +223,21 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
             )
             for end, fields in (("SUBAGENT_FINISHED", {}), ("SUBAGENT_ERROR", {"message": "x"}))
         ),
+        (
+            [
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+                ev("MESSAGES_SNAPSHOT", messages=[HISTORY_WIRE]),
+                ev("TEXT_MESSAGE_CHUNK", delta="b"),
+            ],
+            "a text message chunk without an id, and no text message chunk stream open",
+        ),
+        (
+            [
+                ev("TEXT_MESSAGE_START", messageId="m1"),
+                ev("REASONING_MESSAGE_CHUNK", messageId="m1", delta="x"),
+            ],
+            "a reasoning event for message 'm1', a text message",
+        ),
     ],
     ids=[
         "end-message",
@@ -242,6 +257,8 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         "reasoning-content-for-a-text-message",
         "id-less-chunk-after-its-subagent-finished",
         "id-less-chunk-after-its-subagent-failed",
+        "id-less-chunk-after-a-messages-snapshot",
+        "reasoning-chunk-for-a-text-message",
     ],
 )
 def test_R_J2_a_violation_says_which_event_broke_what(
@@ -390,6 +407,23 @@ def test_R_J2_an_untagged_chunk_naming_a_subagents_chunk_stream_continues_it() -
     assert list(chat.messages)[len(HISTORY) + 1 :] == [
         AssistantMessage(id="s1", content="sub more", subagent_run_id="a"),
     ]
+
+
+def test_R_J2_a_messages_snapshot_ends_a_chunk_stream_and_a_chunk_of_its_id_reopens_it() -> None:
+    """AG-UI 1.0 (Closing a chunk stream): a MESSAGES_SNAPSHOT ends every chunk stream
+    (nothing is set adrift, no warning); the snapshot's text for the message stands, and
+    a later chunk with its id reopens it and adds to that text."""
+    user = {"id": "u1", "role": "user", "content": "Go"}
+    chat = run(
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+        ev(
+            "MESSAGES_SNAPSHOT",
+            messages=[HISTORY_WIRE, user, {"id": "m1", "role": "assistant", "content": "A"}],
+        ),
+        ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="b"),
+    )
+    assert chat.error is None and chat.warnings == ()
+    assert list(chat.messages)[len(HISTORY) + 1 :] == [AssistantMessage(id="m1", content="Ab")]
 
 
 # -- R-J2: lookups by id across versions of one state ---------------------------------------
