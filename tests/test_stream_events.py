@@ -29,10 +29,12 @@ from interlude.adapters.fake import (
 from interlude.adapters.resource import Resource
 from interlude.core import FrameReceived, step
 from interlude.core.errors import ProtocolError
+from interlude.core.json import FrozenDict
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.state import State
 from interlude.core.stream import MAX_OPEN, with_arguments, with_call
 from interlude.core.wire import (
+    ActivityMessage,
     AssistantMessage,
     FunctionCall,
     Message,
@@ -626,23 +628,6 @@ def test_R_J2_a_reasoning_message_set_adrift_goes_on_where_a_later_snapshot_rest
     )
 
 
-def test_R_J2_a_replacing_activity_snapshot_makes_an_earlier_activity_its_subagents() -> None:
-    """AG-UI 1.0 (Activity, Subagents): a replacing ACTIVITY_SNAPSHOT re-mints an activity
-    the run did not make here (a MESSAGES_SNAPSHOT made the history the run's): its
-    deltas are then the replacing subagent's, and one tagged for the first opener fails
-    the run."""
-    user = {"id": "u1", "role": "user", "content": "Go"}
-    says = refusal(
-        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, subagentRunId="s1"),
-        ev("MESSAGES_SNAPSHOT", messages=[HISTORY_WIRE, user]),
-        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, subagentRunId="s2"),
-        ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], subagentRunId="s1"),
-    )
-    assert says == (
-        "an ACTIVITY_DELTA of subagent 's1' continuing activity 'a1', which subagent 's2' opened"
-    )
-
-
 def test_R_J2_a_call_the_first_message_holds_is_found_when_its_id_is_not_unique() -> None:
     """R-J2: a lookup by id never misses: in an application's history whose first message
     holds call 'c1', and which also holds two messages of id 'c1' (ids the hints do not
@@ -675,4 +660,51 @@ def test_R_J2_the_first_message_is_found_when_its_id_is_not_unique() -> None:
     assert str(chat.error) == (
         "TOOL_CALL_RESULT 'm0' names a message id the history already holds (a user "
         "message): a result needs an id of its own"
+    )
+
+
+EARLIER_ACTIVITY = ActivityMessage(
+    id="a1", activity_type="P", content=FrozenDict(), subagent_run_id="s1"
+)
+
+
+@pytest.mark.parametrize(
+    ("history", "before"),
+    [
+        ((*HISTORY, EARLIER_ACTIVITY), []),
+        (
+            HISTORY,
+            [
+                ev(
+                    "ACTIVITY_SNAPSHOT",
+                    messageId="a1",
+                    activityType="P",
+                    content={},
+                    subagentRunId="s1",
+                ),
+                ev(
+                    "MESSAGES_SNAPSHOT",
+                    messages=[HISTORY_WIRE, {"id": "u1", "role": "user", "content": "Go"}],
+                ),
+            ],
+        ),
+    ],
+    ids=["an-earlier-runs", "one-a-messages-snapshot-restated"],
+)
+def test_R_J2_a_replacing_activity_snapshot_makes_an_activity_not_made_here_its_subagents(
+    history: tuple[Message, ...], before: list[dict[str, Any]]
+) -> None:
+    """AG-UI 1.0 (Activity, Subagents): a replacing ACTIVITY_SNAPSHOT re-mints an activity
+    the run did not make here (an earlier run's, or one a MESSAGES_SNAPSHOT made the
+    run's history): its deltas are then the replacing subagent's, and one tagged for the
+    first owner fails the run."""
+    chat = run_on(
+        history,
+        *before,
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, subagentRunId="s2"),
+        ev("ACTIVITY_DELTA", messageId="a1", activityType="P", patch=[], subagentRunId="s1"),
+    )
+    assert isinstance(chat.error, ProtocolError)
+    assert str(chat.error) == (
+        "an ACTIVITY_DELTA of subagent 's1' continuing activity 'a1', which subagent 's2' opened"
     )
