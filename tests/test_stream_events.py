@@ -278,6 +278,20 @@ def test_R_J2_one_step_more_than_max_open_at_once_is_a_protocol_error() -> None:
     assert says == f"more than {MAX_OPEN} steps open at once"
 
 
+def test_R_J2_a_message_adrift_counts_once_against_the_open_limit() -> None:
+    """R-J2: a message a snapshot set adrift is still open and counts against MAX_OPEN,
+    once: beside it, MAX_OPEN - 1 more may be open, and the run succeeds."""
+    others = [f"m{n}" for n in range(1, MAX_OPEN)]
+    chat = run(
+        ev("TEXT_MESSAGE_START", messageId="m0"),
+        ev("MESSAGES_SNAPSHOT", messages=[HISTORY_WIRE]),
+        *(ev("TEXT_MESSAGE_START", messageId=m) for m in others),
+        *(ev("TEXT_MESSAGE_END", messageId=m) for m in ["m0", *others]),
+    )
+    assert chat.error is None
+    assert [m.id for m in chat.messages] == ["old-u", *others]
+
+
 def test_R_J2_an_invalid_activity_delta_says_it_was_the_activity_patch() -> None:
     """R-J2: a patch that cannot apply fails the run; the error says which patch (the
     activity's, not the state's) before what the patch error says."""
