@@ -855,6 +855,37 @@ def test_a_subclass_and_a_completion_name_themselves_in_their_repr() -> None:
     assert repr(driver.completion()).startswith("<Recorded completion thread_id=")
 
 
+def _paused_with_prefix(prefix: str, thread_id: str) -> Resource:
+    """A chat with thread ``thread_id``, paused on a batch whose id starts with ``prefix``."""
+    ask = {"id": "q", "reason": "input_required"}
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), interrupted(req, ask))))
+    chat = driver.chat(Options(id_prefix=prefix), thread_id=thread_id)
+    chat.send("hi")
+    driver.run_until_idle()
+    assert chat.pending_interrupts is not None
+    return chat
+
+
+@pytest.mark.parametrize("length", [80, 81, 5_000])
+def test_a_resources_repr_shows_ids_whole_up_to_80_characters_and_clips_longer_ones(
+    length: int,
+) -> None:
+    """reference.md: ``repr(resource)`` is one short line. A thread id or batch id of up
+    to 80 characters is shown whole; a longer one is clipped (start and end kept), so a
+    log line stays short however long the ids an application makes."""
+    suffix = _paused_with_prefix("p", "t").core_state.batch.id[1:]  # type: ignore[union-attr]
+    thread_id = "t" * length
+    chat = _paused_with_prefix("p" * (length - len(suffix)), thread_id)
+    batch_id = chat.core_state.batch.id  # type: ignore[union-attr]
+    assert len(batch_id) == length
+    text_ = repr(chat)
+    if length <= 80:
+        assert f"thread_id={thread_id!r}" in text_ and f"batch={batch_id!r}" in text_
+    else:
+        assert thread_id not in text_ and batch_id not in text_
+        assert "characters left out" in text_ and len(text_) < 400
+
+
 class _Silent:
     async def stream(self, body: bytes) -> AsyncIterator[str]:
         return
