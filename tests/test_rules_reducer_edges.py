@@ -891,3 +891,83 @@ def test_R_G3_observers_learn_of_the_earliest_expiry_while_a_claim_waits_out_a_b
     driver.advance(45)
     assert seen == [(T0 + 30, True)]
     assert chat.is_retrying and chat.is_resuming and chat.error is None
+
+
+def test_send_accepts_a_message_id_equal_to_its_user_messages_own() -> None:
+    """SPEC, Resources (send): the id may be given as message_id or on the UserMessage;
+    given both ways and equal, it is given once in effect and the message is sent."""
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat()
+    chat.send(UserMessage(id="u1", content="hi"), message_id="u1")
+    driver.run_until_idle()
+    assert chat.messages[0].id == "u1" and chat.error is None
+
+
+def test_R_H1_a_new_id_prefix_starts_past_the_thread_id_under_it() -> None:
+    """R-H1: a thread id saved under a prefix the options only now declare is not
+    generated again: the next generated thread id counts past it."""
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat(thread_id="app-thread-7")
+    chat.configure(Options(id_prefix="app"))
+    chat.set_thread_id(None)
+    assert chat.thread_id is not None and chat.thread_id.startswith("app-thread-")
+    assert int(chat.thread_id.rsplit("-", 1)[1]) > 7
+
+
+def test_R_J3_a_run_finished_for_another_run_says_so() -> None:
+    """R-J3: a RUN_FINISHED whose run id is not the request's ends the interaction with a
+    ProtocolError naming both; nothing the run streamed is committed."""
+
+    def wrong_run(req: Any) -> Any:
+        other = {"type": "RUN_FINISHED", "threadId": req.thread_id, "runId": "someone-else"}
+        return reply(started(req), *text("m1", "hi"), other)
+
+    driver = FakeDriver(ScriptedAgent(succeed()).then(wrong_run))
+    chat = driver.chat()
+    chat.send("go")
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError)
+    assert "RUN_FINISHED for thread" in str(chat.error)
+    assert "run 'someone-else' does not match the run" in str(chat.error)
+    assert [m.role for m in chat.messages] == ["user"]
+
+
+def test_R_H1_a_broken_typed_event_for_an_attempt_never_issued_is_a_usage_error() -> None:
+    """A typed event with no wire form for an attempt this state never issued is a
+    driver bug, refused as one, not silently dropped as a retired attempt's would be."""
+    chat = FakeDriver(ScriptedAgent(succeed())).chat()
+    broken = TextMessageContent(message_id="m1", delta=object())  # type: ignore[arg-type]
+    error = rejected(chat, UsageError, lambda: chat.apply(EventReceived(999, broken)))
+    assert "EventReceived: attempt 999 was never issued by this state" in str(error)
+
+
+def test_a_local_tool_returning_a_value_that_is_not_json_gets_an_error_result() -> None:
+    """R-D5: a local tool's value that JSON cannot carry is not sent as is: the call gets
+    an error result naming the tool, and the follow-up request goes out with it."""
+
+    def calls(req: Any) -> Any:
+        return reply(started(req), *tool_call("c1", "t", {}), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(succeed()).then(calls))
+    chat = driver.chat(local_tools={"t": lambda args: {1, 2}})
+    chat.send("go")
+    driver.run_until_idle()
+    (result,) = (m for m in chat.messages if isinstance(m, ToolMessage))
+    assert result.error is not None
+    assert result.error.startswith("tool 't' returned a value that is not JSON")
+    assert len(driver.requests) == 2 and chat.error is None
+
+
+def test_R_F1_an_observer_failing_with_nothing_in_progress_is_recorded() -> None:
+    """R-F1: an observer's exception is reported as the resource's error also when no run
+    or tool is in progress (here on a set_state while idle)."""
+    chat = FakeDriver(ScriptedAgent(succeed())).chat()
+
+    def broken(resource: Any) -> None:
+        if resource.error is None:
+            raise RuntimeError("observer bug")
+
+    chat.subscribe(broken)
+    chat.set_state({"a": 1})
+    assert isinstance(chat.error, ObserverError) and "observer bug" in str(chat.error)
+    assert not chat.is_loading
