@@ -31,6 +31,7 @@ from interlude.core import (
     FrameReceived,
     Options,
     RetryPolicy,
+    Send,
     SendStarting,
     StartAttempt,
     Stop,
@@ -971,3 +972,12 @@ def test_R_F1_an_observer_failing_with_nothing_in_progress_is_recorded() -> None
     chat.set_state({"a": 1})
     assert isinstance(chat.error, ObserverError) and "observer bug" in str(chat.error)
     assert not chat.is_loading
+
+
+def test_R_G1_now_given_as_an_int_is_read_as_epoch_seconds() -> None:
+    """R-G1, R-G4: step() takes ``now`` as an int too (whole epoch seconds): an expiry is
+    judged against it as against the same float."""
+    _, chat, _ = paused_chat(ask(expires=at(60)))
+    later = int(T0) + 61
+    error = rejected(chat, InterruptPendingError, lambda: chat.apply(Send("more"), now=later))
+    assert "has expired and cannot be answered" in str(error)
