@@ -981,3 +981,24 @@ def test_R_G1_now_given_as_an_int_is_read_as_epoch_seconds() -> None:
     later = int(T0) + 61
     error = rejected(chat, InterruptPendingError, lambda: chat.apply(Send("more"), now=later))
     assert "has expired and cannot be answered" in str(error)
+
+
+def test_R_D4_a_call_a_messages_snapshot_brought_and_the_run_names_is_not_run() -> None:
+    """R-D4, R-J6: a call that only a MESSAGES_SNAPSHOT brought (an earlier run's, saved
+    on the thread) is not started by this run; named in pendingToolCallIds it is not
+    run again and gets no second result, and a warning says why."""
+    call = {"id": "c9", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    history = [
+        {"id": "u0", "role": "user", "content": "earlier"},
+        {"id": "a9", "role": "assistant", "toolCalls": [call]},
+    ]
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": history}
+    named = {"type": "success", "pendingToolCallIds": ["c9"]}
+    ran: list[Any] = []
+    driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(snapshot, outcome=named)))
+    chat = driver.chat(local_tools={"t": ran.append})
+    chat.send("go")
+    driver.run_until_idle()
+    assert ran == [] and len(driver.requests) == 1 and chat.error is None
+    assert not any(isinstance(m, ToolMessage) for m in chat.messages)
+    assert any("'c9'" in w and "R-D4" in w for w in chat.warnings)
