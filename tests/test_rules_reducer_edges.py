@@ -1002,3 +1002,16 @@ def test_R_D4_a_call_a_messages_snapshot_brought_and_the_run_names_is_not_run() 
     assert ran == [] and len(driver.requests) == 1 and chat.error is None
     assert not any(isinstance(m, ToolMessage) for m in chat.messages)
     assert any("'c9'" in w and "R-D4" in w for w in chat.warnings)
+
+
+def test_R_H1_a_stale_timer_with_the_first_number_issued_is_ignored() -> None:
+    """R-H1: a timer number the state handed out, the very first (1) included, that is
+    no longer live is ignored; only a number never issued is a driver bug."""
+    driver = FakeDriver(ScriptedAgent(succeed()))
+    chat = driver.chat()
+    chat.send("go")
+    driver.run_until_idle()
+    before = chat.core_state
+    assert chat.apply(TimerFired(1)).commands == ()
+    assert chat.core_state is before
+    rejected(chat, UsageError, lambda: chat.apply(TimerFired(0)))
