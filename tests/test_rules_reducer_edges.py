@@ -1015,3 +1015,20 @@ def test_R_H1_a_stale_timer_with_the_first_number_issued_is_ignored() -> None:
     assert chat.apply(TimerFired(1)).commands == ()
     assert chat.core_state is before
     rejected(chat, UsageError, lambda: chat.apply(TimerFired(0)))
+
+
+def test_R_F1_resources_with_different_id_prefixes_back_off_for_different_times() -> None:
+    """R-F1, RetryPolicy.jitter_seed None: the jitter is drawn from the resource's id
+    prefix, so two clients failing together (here identical but for the prefix) do not
+    retry together."""
+
+    def retry_wait(prefix: str) -> float:
+        driver = FakeDriver(ScriptedAgent(succeed()).then(refuse(503)))
+        chat = driver.chat(Options(id_prefix=prefix))
+        chat.send("go")
+        driver.run_until_idle(follow_retries=False)
+        assert chat.is_retrying
+        ((due, _),) = driver.pending_timers()
+        return due
+
+    assert retry_wait("client-a") != retry_wait("client-b")
