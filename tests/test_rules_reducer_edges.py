@@ -1032,3 +1032,41 @@ def test_R_F1_resources_with_different_id_prefixes_back_off_for_different_times(
         return due
 
     assert retry_wait("client-a") != retry_wait("client-b")
+
+
+def test_R_J6_a_lone_named_call_the_history_does_not_hold_gets_an_error_result() -> None:
+    """R-J6: a run naming in pendingToolCallIds only a call the history does not hold is
+    answered with an error tool message saying so, and the follow-up carries it."""
+    named = {"type": "success", "pendingToolCallIds": ["nope"]}
+    driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(outcome=named)))
+    chat = driver.chat(local_tools={"t": lambda args: "ok"})
+    chat.send("go")
+    driver.run_until_idle()
+    (result,) = (m for m in chat.messages if isinstance(m, ToolMessage))
+    assert result.tool_call_id == "nope" and result.error is not None
+    assert "the history holds no call with that id" in result.error
+    assert len(driver.requests) == 2 and chat.error is None
+
+
+def test_R_H1_a_thread_id_set_under_the_prefix_is_never_generated() -> None:
+    """R-H1: after set_thread_id with an id under this client's prefix, moving to a
+    generated thread never produces that id again: it counts past it."""
+    chat = FakeDriver(ScriptedAgent(succeed())).chat()
+    chat.set_thread_id("interlude-thread-50")
+    chat.set_thread_id(None)
+    assert chat.thread_id is not None and chat.thread_id.startswith("interlude-thread-")
+    assert int(chat.thread_id.rsplit("-", 1)[1]) > 50
+
+
+def test_R_E5_a_completions_reload_during_its_run_supersedes_that_run() -> None:
+    """R-E5, SPEC Resources (reload): reload() during a completion's run replaces it: the
+    running attempt is aborted before its input is sent again."""
+    driver = RecordingDriver(ScriptedAgent(succeed(hold=True)))
+    comp = driver.completion()
+    comp.set_input("question")
+    driver.run_until_idle()
+    first = driver.of(StartAttempt)[-1].attempt
+    assert comp.reload() is True
+    assert AbortAttempt(first) in driver.commands
+    assert driver.commands.index(AbortAttempt(first)) < len(driver.commands) - 1
+    assert driver.of(StartAttempt)[-1].attempt != first
