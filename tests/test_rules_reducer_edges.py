@@ -1070,3 +1070,15 @@ def test_R_E5_a_completions_reload_during_its_run_supersedes_that_run() -> None:
     assert AbortAttempt(first) in driver.commands
     assert driver.commands.index(AbortAttempt(first)) < len(driver.commands) - 1
     assert driver.of(StartAttempt)[-1].attempt != first
+
+
+def test_R_F3_a_resume_whose_interrupt_expired_before_its_send_says_nothing_was_sent() -> None:
+    """R-F3: expiry found immediately before the resume's first send stops it; the
+    error says the answers were not sent (no attempt went out to retry)."""
+    driver, chat, batch = paused_chat(ask(expires=at(60)), replies=[succeed()])
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.advance_to(T0 + 61)  # before the driver gets to send it
+    driver.run_until_idle()
+    assert isinstance(chat.error, BatchExpiredError)
+    assert "expired before the answers were sent; nothing was sent" in str(chat.error)
+    assert len(driver.requests) == 1 and chat.pending_interrupts is batch
