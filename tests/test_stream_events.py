@@ -128,6 +128,10 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
             "arguments for tool call 'c9', which is not open",
         ),
         (
+            [ev("TOOL_CALL_END", toolCallId="c9", subagentRunId="s1")],
+            "end of tool call 'c9', which is not open",
+        ),
+        (
             # One call open: arguments naming another are not that call's.
             [
                 ev("TOOL_CALL_START", toolCallId="c1", toolCallName="t"),
@@ -245,6 +249,7 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         "end-message",
         "end-call",
         "args",
+        "end-call-tagged",
         "args-while-another-is-open",
         "content",
         "first-call-chunk-without-name",
@@ -658,21 +663,32 @@ def test_R_J2_a_call_the_first_message_holds_is_found_when_its_id_is_not_unique(
     assert first.tool_calls[0].encrypted_value == "E"
 
 
-def test_R_J2_the_first_message_is_found_when_its_id_is_not_unique() -> None:
-    """R-J2: a lookup by id never misses: in an application's history whose first message
-    is 'm0', and where two messages hold a call 'm0' (an id the hints then do not trust),
-    a TOOL_CALL_RESULT reusing the id 'm0' is still refused, not made a second 'm0'."""
-    calls = (ToolCall(id="m0", function=FunctionCall(name="t", arguments="")),)
-    history = (
-        UserMessage(id="m0", content="hi"),
+def _holders(call_id: str) -> tuple[Message, ...]:
+    """Two messages holding one call ``call_id``: the id is then one the hints do not
+    trust (noted twice), so a lookup of a message of that id scans."""
+    calls = (ToolCall(id=call_id, function=FunctionCall(name="t", arguments="")),)
+    return (
         AssistantMessage(id="a1", tool_calls=calls),
         AssistantMessage(id="a2", tool_calls=calls),
     )
-    result = ev("TOOL_CALL_RESULT", messageId="m0", toolCallId="m0", content="done")
+
+
+@pytest.mark.parametrize(
+    ("history", "mid"),
+    [((UserMessage(id="m0", content="hi"), *_holders("m0")), "m0"), (_holders("u1"), "u1")],
+    ids=["first", "last"],
+)
+def test_R_J2_a_message_is_found_wherever_it_stands_when_its_id_is_not_unique(
+    history: tuple[Message, ...], mid: str
+) -> None:
+    """R-J2: a lookup by id never misses: a user message whose id two messages also hold
+    as a call id, first in the history or last (the one ``send`` added), is found, so a
+    TOOL_CALL_RESULT reusing its id is refused, not made a second message of that id."""
+    result = ev("TOOL_CALL_RESULT", messageId=mid, toolCallId=mid, content="done")
     chat = run_on(history, result)
     assert isinstance(chat.error, ProtocolError)
     assert str(chat.error) == (
-        "TOOL_CALL_RESULT 'm0' names a message id the history already holds (a user "
+        f"TOOL_CALL_RESULT '{mid}' names a message id the history already holds (a user "
         "message): a result needs an id of its own"
     )
 
