@@ -231,9 +231,9 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         ),
         (
             [
-                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a"),
+                ev("TEXT_MESSAGE_CHUNK", messageId="m1", delta="a", subagentRunId="s1"),
                 ev("MESSAGES_SNAPSHOT", messages=[HISTORY_WIRE]),
-                ev("TEXT_MESSAGE_CHUNK", delta="b"),
+                ev("TEXT_MESSAGE_CHUNK", delta="b", subagentRunId="s1"),
             ],
             "a text message chunk without an id, and no text message chunk stream open",
         ),
@@ -264,7 +264,7 @@ def stepped(s: State, *events: dict[str, Any]) -> State:
         "reasoning-content-for-a-text-message",
         "id-less-chunk-after-its-subagent-finished",
         "id-less-chunk-after-its-subagent-failed",
-        "id-less-chunk-after-a-messages-snapshot",
+        "subagents-id-less-chunk-after-a-messages-snapshot",
         "reasoning-chunk-for-a-text-message",
     ],
 )
@@ -445,6 +445,24 @@ def test_R_J2_a_messages_snapshot_ends_a_chunk_stream_and_a_chunk_of_its_id_reop
     )
     assert chat.error is None and chat.warnings == ()
     assert list(chat.messages)[len(HISTORY) + 1 :] == [AssistantMessage(id="m1", content="Ab")]
+
+
+def test_R_J2_a_call_chunk_of_another_id_ends_the_call_chunk_stream_open() -> None:
+    """AG-UI 1.0 (Closing a chunk stream): a TOOL_CALL_CHUNK for another call ends the
+    lane's open call chunk stream (its arguments stand as they are), so an id-less chunk
+    after it continues the new call, with no choice between two."""
+    chat = run(
+        ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="t", delta="{"),
+        ev("TOOL_CALL_CHUNK", toolCallId="c2", toolCallName="t", delta="{"),
+        ev("TOOL_CALL_CHUNK", delta="}"),
+    )
+    assert chat.error is None
+    assert [
+        (c.id, c.function.arguments)
+        for m in list(chat.messages)[len(HISTORY) + 1 :]
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls or ()
+    ] == [("c1", "{"), ("c2", "{}")]
 
 
 # -- R-J2: lookups by id across versions of one state ---------------------------------------
