@@ -53,12 +53,18 @@ def test_gzip_members_one_after_another_are_all_read(read: int) -> None:
 @pytest.mark.parametrize(
     ("coding", "encode"), [("gzip", gzip.compress), ("deflate", zlib.compress)]
 )
-@pytest.mark.parametrize("tail", [b"\0" * 7, b"trailing garbage", b"\x1f"])
+@pytest.mark.parametrize("tail", [b"\0" * 7, b"trailing garbage", b"\x1f", b"\x1f\0\0"])
 def test_padding_or_garbage_after_the_end_is_ignored(
     coding: str, encode: Callable[[bytes], bytes], tail: bytes
 ) -> None:
     """As gzip(1) and httpx do: a run whose events all arrived is not failed by padding."""
     assert inflate(coding, encode(DATA) + tail, 5) == DATA
+
+
+def test_a_deflate_body_is_one_stream_and_a_gzip_member_after_it_is_garbage() -> None:
+    """Only gzip bodies hold several members: bytes after a deflate stream are ignored,
+    even when they look like gzip."""
+    assert inflate("deflate", zlib.compress(DATA) + gzip.compress(b"more"), 5) == DATA
 
 
 @pytest.mark.parametrize(
@@ -84,6 +90,8 @@ def test_complete_after_a_second_gzip_member_and_with_no_coding() -> None:
 
 
 def test_a_read_that_inflates_to_many_megabytes_comes_out_in_slices() -> None:
+    """reference.md: the transport undoes a coding "in slices of at most 1 MiB"."""
+    assert SLICE == 1 << 20
     bomb = gzip.compress(b"\n" * (5 * SLICE + 3))
     pieces = [len(p) for p in Inflater("gzip").slices(bomb)]
     assert pieces == [SLICE] * 5 + [3]
