@@ -90,6 +90,17 @@ def test_the_last_event_id_persists_across_frames() -> None:
     assert parser.last_event_id == ""
 
 
+def test_event_and_id_values_without_a_space_are_kept_whole() -> None:
+    """WHATWG strips one space after the colon only if there is one, in every field."""
+    stream = b"event:e\nid:7\ndata: a\n\nevent:  f\nid: 8\ndata: b\n\n"
+    assert events(stream) == [msg("a", event="e", id="7"), msg("b", event=" f", id="8")]
+
+
+def test_an_id_in_invalid_utf8_becomes_replacement_characters() -> None:
+    """Bad network bytes in an id are read like any other field's, never an exception."""
+    assert events(b"id: 1\xff\ndata: a\n\n") == [msg("a", id="1\ufffd")]
+
+
 def test_an_id_holding_nul_is_ignored() -> None:
     assert events(b"id: 1\n\nid: 2\x003\ndata: a\n\n") == [msg("a", id="1")]
 
@@ -230,11 +241,27 @@ def test_a_clean_end_is_not_truncated(stream: bytes) -> None:
     assert not truncated
 
 
+def test_a_fresh_parser_reports_nothing_yet() -> None:
+    """Before any frame ends there is no last event id, no error and no truncation."""
+    parser = SSEParser()
+    assert parser.feed(b"data: a\nid: 1\n") == []
+    assert (parser.last_event_id, parser.error, parser.truncated) == (None, None, False)
+
+
+def test_closing_twice_keeps_the_truncated_flag() -> None:
+    """A second close (a ``finally`` after an explicit one) does not forget the cut."""
+    parser = SSEParser()
+    parser.feed(b"data: a\n")
+    parser.close()
+    parser.close()
+    assert parser.truncated
+
+
 def test_feed_after_close_is_a_usage_error() -> None:
     parser = SSEParser()
     assert parser.close() == []
     assert parser.close() == []
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"SSEParser.feed\(\) after close\(\)"):
         parser.feed(b"data: a\n\n")
 
 
@@ -247,8 +274,10 @@ def test_a_frame_at_the_limit_passes() -> None:
 
 
 def test_a_frame_over_the_limit_raises() -> None:
-    with pytest.raises(ProtocolError, match="exceeds the limit of 4 bytes"):
+    """R-F1: the error is a retryable protocol error (retried before the acknowledgement)."""
+    with pytest.raises(ProtocolError, match="exceeds the limit of 4 bytes") as caught:
         parse(b"data: a\ndata: bc\n\n", max_frame_bytes=4)
+    assert caught.value.retryable
 
 
 def test_many_lines_over_the_limit_raise_before_the_frame_ends() -> None:
@@ -283,6 +312,15 @@ def test_a_data_line_raises_at_the_byte_that_puts_its_frame_over_the_limit() -> 
         parser.feed(bytes([byte]))  # may yet be another field
     with pytest.raises(ProtocolError):
         parser.feed(b":")  # a data line: even an empty value adds its LF
+
+
+def test_a_data_line_without_a_space_raises_at_the_byte_that_passes_the_limit() -> None:
+    """With no space after the colon every byte after it is value: "data:xxxx" and its
+    LF to come hold 5 bytes, at a limit of 5; one more byte passes it."""
+    parser = SSEParser(max_frame_bytes=5)
+    assert parser.feed(b"data:xxxx") == []
+    with pytest.raises(ProtocolError):
+        parser.feed(b"x")
 
 
 def test_data_lines_without_a_colon_count_towards_the_limit() -> None:
@@ -337,6 +375,15 @@ def test_the_error_after_returned_frames_is_raised_once() -> None:
     assert parser.feed(b"data: ok\n\ndata: " + b"x" * 20 + b"\n\n") == [msg("ok")]
     with pytest.raises(ProtocolError):
         parser.feed(b"data: more\n\n")
+    assert parser.close() == []
+
+
+def test_the_error_after_returned_frames_is_raised_once_by_close_too() -> None:
+    """reference.md: close raises it if feed has not; a second close is quiet."""
+    parser = SSEParser(max_frame_bytes=10)
+    assert parser.feed(b"data: ok\n\ndata: " + b"x" * 20 + b"\n\n") == [msg("ok")]
+    with pytest.raises(ProtocolError):
+        parser.close()
     assert parser.close() == []
 
 
@@ -535,6 +582,19 @@ def test_a_frame_of_very_many_data_lines_is_joined_right_and_held_compactly() ->
         assert events(*(stream[k : k + size] for k in range(0, len(stream), size))) == [
             msg(expected)
         ]
+
+
+@pytest.mark.parametrize("count", [1024, 1025, 1026, 2049, 2050, 2051])
+def test_a_frame_ending_where_its_lines_move_into_one_buffer_is_whole(count: int) -> None:
+    """Past 1,024 data lines a frame's data moves into one buffer (white-box: the
+    counts sit at and around those moves). A frame that ends right after one is still
+    dispatched whole, and cut there it is still reported as truncated."""
+    values = [str(n % 10).encode() for n in range(count)]
+    lines = b"".join(b"data:" + v + (b"\n" if n % 2 else b"\r\n") for n, v in enumerate(values))
+    for tail in (b"\n", b"data\n\n"):
+        expected = "\n".join(v.decode() for v in values) + ("\n" if tail != b"\n" else "")
+        assert events(lines + tail) == [msg(expected)]
+    assert parse(lines) == ([], True)
 
 
 def test_a_huge_chunk_of_line_ends_is_parsed_in_bounded_slices() -> None:
