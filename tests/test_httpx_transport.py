@@ -657,6 +657,39 @@ def test_an_error_body_cut_where_a_read_ends_drops_a_character_cut_there() -> No
     trio.run(main)
 
 
+async def _mock_collect(handler: Callable[[httpx.Request], httpx.Response]) -> list[str]:
+    """``collect`` through an httpx.MockTransport answering with ``handler``."""
+    async with (
+        httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+        HttpxTransport("http://agent.test/", client=client) as transport,
+    ):
+        return await collect(transport)
+
+
+def test_an_error_body_is_read_in_the_charset_it_declares() -> None:
+    """An error page in ISO-8859-1 reads as its author wrote it, not as broken UTF-8."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            503, headers={"Content-Type": "text/plain; charset=iso-8859-1"}, content=b"caf\xe9"
+        )
+
+    with pytest.raises(TransportError) as caught:
+        trio.run(_mock_collect, handler)
+    assert caught.value.body == "café"
+
+
+def test_a_body_given_whole_is_not_decoded_twice() -> None:
+    """A mock's body given whole is decoded by httpx already: its Content-Encoding has
+    been undone, and reading it as gzip again would fail a good stream."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers = {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}
+        return httpx.Response(200, headers=headers, content=gzip.compress(FRAME))
+
+    assert trio.run(_mock_collect, handler) == [FRAME_DATA]
+
+
 def test_a_2xx_that_is_not_an_event_stream_is_a_protocol_error() -> None:
     async def handler(request: Request, send: Send) -> None:
         await start(send, 200, b"application/json")
