@@ -690,6 +690,28 @@ def test_a_body_given_whole_is_not_decoded_twice() -> None:
     assert trio.run(_mock_collect, handler) == [FRAME_DATA]
 
 
+def test_none_means_no_limit_for_every_timeout() -> None:
+    """reference.md: each timeout is a positive number of seconds or None (no limit)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=FRAME)
+
+    async def main() -> list[str]:
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport(
+                "http://agent.test/",
+                client=client,
+                connect_timeout=None,
+                read_timeout=None,
+                idle_timeout=None,
+            ) as transport,
+        ):
+            return await collect(transport)
+
+    assert trio.run(main) == [FRAME_DATA]
+
+
 def test_a_2xx_that_is_not_an_event_stream_is_a_protocol_error() -> None:
     async def handler(request: Request, send: Send) -> None:
         await start(send, 200, b"application/json")
@@ -1036,6 +1058,7 @@ def test_a_failure_before_the_head_is_a_transport_error(
                 await collect(transport)
         assert caught.value.retryable is retryable
         assert "SECRET" not in caught.value.message
+        assert caught.value.message.endswith(": refused")  # why, in httpx's words
 
     trio.run(main)
 
