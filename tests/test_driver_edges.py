@@ -37,6 +37,13 @@ from interlude.adapters.trio import TrioDriver
 from interlude.core.errors import ObserverError, TransportError, UsageError
 from interlude.core.options import Options, RetryPolicy
 from interlude.core.reducer import MAX_WARNINGS
+from interlude.core.wire import (
+    RunFinished,
+    RunStarted,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+)
 
 
 def test_R_F1_R_I2_an_observer_that_always_raises_is_reported_once_per_change() -> None:
@@ -703,6 +710,44 @@ def test_then_takes_replies_and_functions_only() -> None:
         agent.then({"type": "RUN_STARTED"})
 
 
+def test_a_reply_takes_typed_events_as_well_as_wire_json() -> None:
+    """The script module's promise: a reply's events may be typed events from
+    ``interlude.core.wire``; each goes over the wire as its AG-UI JSON."""
+
+    def script(req: Request) -> Reply:
+        return reply(
+            RunStarted(thread_id=req.thread_id, run_id=req.run_id),
+            TextMessageStart(message_id="a1", role="assistant"),
+            TextMessageContent(message_id="a1", delta="typed"),
+            TextMessageEnd(message_id="a1"),
+            RunFinished(thread_id=req.thread_id, run_id=req.run_id),
+        )
+
+    driver = FakeDriver(ScriptedAgent(script))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert chat.error is None and not chat.is_loading
+    assert chat.messages[-1].content == "typed"
+
+
+def test_refuse_is_an_http_503_unless_told_otherwise() -> None:
+    """reference.md: ``refuse(status=503, ...)``: a retryable refusal naming its status."""
+    error = refuse().fail_before_send
+    assert isinstance(error, TransportError) and error.retryable and error.status == 503
+
+
+def test_drop_fails_the_transport_with_the_error_it_is_given() -> None:
+    """``drop(*events, error=...)``: after the events the run fails with that error, not
+    with the default dropped connection."""
+    gone = TransportError("the gateway went away", retryable=False)
+    driver = FakeDriver(ScriptedAgent(lambda req: drop(started(req), error=gone)))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert chat.error == gone and len(driver.requests) == 1
+
+
 # -- timers already due fire without moving the clock ------------------------------------
 
 
@@ -749,6 +794,24 @@ def test_due_timers_fire_without_follow_retries_and_future_ones_wait() -> None:
     future.send("hi")
     driver.run_until_idle()  # an expiry in the future never moves the clock by itself
     assert len(driver.pending_timers()) == 1 and not future.is_expired
+
+
+def test_a_timer_that_stop_cancelled_is_never_a_step_once_its_time_has_come() -> None:
+    """stop() during a retry back-off cancels the retry's timer: once the clock is past
+    its due time, step() still says nothing is ready, run_until_idle() takes no step,
+    the clock stays where the test set it and no retry goes out."""
+    driver = FakeDriver(ScriptedAgent().then(refuse(503)))
+    chat = driver.chat(Options(retry=RetryPolicy(max_attempts=3, jitter=0)))
+    chat.send("hi")
+    driver.run_until_idle(follow_retries=False)
+    assert chat.is_retrying and len(driver.pending_timers()) == 1
+    chat.stop()
+    assert driver.pending_timers() == []
+    later = driver.clock.now() + 60
+    driver.clock.set(later)
+    assert driver.step() is False
+    assert driver.run_until_idle() == 0 and driver.clock.now() == later
+    assert len(driver.requests) == 1
 
 
 def test_run_until_idle_stops_the_clock_at_an_expiry_that_cancels_the_retry() -> None:
