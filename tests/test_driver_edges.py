@@ -748,6 +748,17 @@ def test_drop_fails_the_transport_with_the_error_it_is_given() -> None:
     assert chat.error == gone and len(driver.requests) == 1
 
 
+@pytest.mark.parametrize(("content", "chunks"), [("abc", 3), ("abcd", 2), ("ab", 5)])
+def test_text_streams_its_content_in_as_many_deltas_as_asked_at_most(
+    content: str, chunks: int
+) -> None:
+    """``text(id, content, chunks=n)``: n deltas of about equal size (fewer only when the
+    content is shorter than n), which together are the content."""
+    deltas = [e["delta"] for e in text("a1", content, chunks=chunks) if "delta" in e]
+    assert "".join(deltas) == content
+    assert len(deltas) == min(chunks, len(content))
+
+
 # -- timers already due fire without moving the clock ------------------------------------
 
 
