@@ -605,22 +605,25 @@ def test_R_H1_a_typed_event_with_no_wire_form_for_a_retired_attempt_changes_noth
     assert chat.core_state == before and chat.error is None
 
 
-def test_R_G3_a_claim_in_back_off_leaves_one_expiry_timer() -> None:
-    """R-G3 under cancel_expired: the batch's timer was re-armed for 'q' after 'p' expired;
-    a resume cancelling 'p' fails and waits a back-off. The timer for the claim
-    replaces the batch's: one expiry timer is pending, not two."""
+def resumed_into_a_back_off(
+    p_expires: float, q_expires: float, *, wait_first: float = 0
+) -> tuple[Any, Any]:
+    """Under cancel_expired, a chat paused on 'p' and 'q' (expiring at these offsets),
+    after ``wait_first`` seconds resumed cancelling 'p' and answering 'q'; the resume's
+    attempt fails with a 503 and waits a back-off of 100 s. The driver and chat."""
     fail = TransportError.from_status(503, "")
     options = Options(
         expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
     )
     driver, chat, batch = paused_chat(
-        ask("p", expires=at(5)),
-        ask("q", expires=at(30)),
+        ask("p", expires=at(p_expires)),
+        ask("q", expires=at(q_expires)),
         replies=[Reply(fail_before_send=fail)],
         options=options,
     )
-    driver.advance(6)  # 'p' expires; the timer moves on to 'q'
-    assert [p for _, p in driver.pending_timers()] == ["expiry"]
+    if wait_first:
+        driver.advance(wait_first)
+        assert [p for _, p in driver.pending_timers()] == ["expiry"]
     chat.resume(
         batch.id,
         [
@@ -629,6 +632,14 @@ def test_R_G3_a_claim_in_back_off_leaves_one_expiry_timer() -> None:
         ],
     )
     driver.run_until_idle(follow_retries=False)  # the 503: a back-off of 100 s
+    return driver, chat
+
+
+def test_R_G3_a_claim_in_back_off_leaves_one_expiry_timer() -> None:
+    """R-G3 under cancel_expired: the batch's timer was re-armed for 'q' after 'p' expired;
+    a resume cancelling 'p' fails and waits a back-off. The timer for the claim
+    replaces the batch's: one expiry timer is pending, not two."""
+    driver, chat = resumed_into_a_back_off(5, 30, wait_first=6)  # 'p' expires first
     assert chat.is_retrying and chat.is_resuming
     assert [p for _, p in driver.pending_timers()] == ["expiry", "retry"]
     driver.advance(25)  # 'q' expires: the claim is released at once
@@ -868,24 +879,7 @@ def test_R_G3_observers_learn_of_the_earliest_expiry_while_a_claim_waits_out_a_b
     (at 60 s); its attempt fails and waits a 100 s back-off. 'p' expiring does not block
     that retry, but the batch shows as expired from then on, so observers are told at
     30 s, not only when 'q' expires."""
-    fail = TransportError.from_status(503, "")
-    options = Options(
-        expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
-    )
-    driver, chat, batch = paused_chat(
-        ask("p", expires=at(30)),
-        ask("q", expires=at(60)),
-        replies=[Reply(fail_before_send=fail)],
-        options=options,
-    )
-    chat.resume(
-        batch.id,
-        [
-            {"interrupt_id": "p", "status": "cancelled"},
-            {"interrupt_id": "q", "status": "resolved", "payload": 1},
-        ],
-    )
-    driver.run_until_idle(follow_retries=False)  # the 503: a back-off of 100 s
+    driver, chat = resumed_into_a_back_off(30, 60)
     assert chat.is_retrying and chat.is_resuming and not chat.is_expired
     seen: list[tuple[float, bool]] = []
     chat.subscribe(lambda r: seen.append((driver.clock.now(), r.is_expired)))
