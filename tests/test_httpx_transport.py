@@ -566,6 +566,7 @@ def test_a_redirect_loop_an_injected_client_follows_is_not_retried() -> None:
         ("soon", None),
         ("-5", None),
         ("1.5", None),  # delta-seconds are whole
+        ("\u0661\u0662", None),  # Arabic-Indic digits: str.isdigit, but not DIGIT (RFC 5234)
         ("12345678901", 2.0**31),  # absurd, but a long wait all the same: capped
         ("9" * 400, 2.0**31),
         ("Tue, 01 Dec 2026 00:00:30", 30.0),  # no zone: HTTP dates are GMT
