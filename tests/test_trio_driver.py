@@ -687,7 +687,10 @@ def test_leaving_the_driver_cancels_a_hanging_stream_and_hanging_tools() -> None
         thread_done.set()
         return "unblocked"
 
+    sleep_started = threading.Event()
+
     async def sleep(args: Any, signal: ToolSignal) -> str:
+        sleep_started.set()
         try:
             await anyio.sleep_forever()
         finally:
@@ -701,7 +704,14 @@ def test_leaving_the_driver_cancels_a_hanging_stream_and_hanging_tools() -> None
                 working = driver.chat(local_tools={"block": block, "sleep": sleep})
                 streaming.send("hang")
                 working.send("use tools")
-                await until(lambda: block_started.is_set() and len(transport.requests) == 2)
+                # Both tools running (a tool cancelled before it starts never runs at all).
+                await until(
+                    lambda: (
+                        block_started.is_set()
+                        and sleep_started.is_set()
+                        and len(transport.requests) == 2
+                    )
+                )
                 assert streaming.is_loading and working.is_loading
             assert trio.lowlevel.current_task().child_nurseries == []
             assert not driver.running
