@@ -759,6 +759,16 @@ def test_text_streams_its_content_in_as_many_deltas_as_asked_at_most(
     assert len(deltas) == min(chunks, len(content))
 
 
+def test_tool_call_writes_its_parent_only_when_given() -> None:
+    """``tool_call(...)`` writes the wire form an agent would: ``parentMessageId`` is
+    absent unless given (AG-UI: optional), never a null, and the arguments are JSON."""
+    start, args, end = tool_call("c1", "t", {"n": 1})
+    assert start == {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "t"}
+    assert args == {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"n": 1}'}
+    assert end == {"type": "TOOL_CALL_END", "toolCallId": "c1"}
+    assert tool_call("c1", "t", "{}", parent_message_id="a1")[0]["parentMessageId"] == "a1"
+
+
 # -- timers already due fire without moving the clock ------------------------------------
 
 
