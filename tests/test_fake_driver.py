@@ -1,0 +1,193 @@
+"""The fake driver and its scripts as a test author uses them: what docs/testing.md,
+reference.md and the docstrings of ``interlude.adapters.fake`` promise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from interlude.adapters.fake import (
+    FAKE_EPOCH,
+    FakeDriver,
+    Request,
+    ScriptedAgent,
+    finished,
+    held,
+    interrupted,
+    refuse,
+    reply,
+    started,
+    text,
+)
+from interlude.core import BatchExpiredError, Options, RetryPolicy
+from interlude.core.json import MAX_INT_DIGITS, frozen_unchecked
+
+
+def _hello(req: Request) -> Any:
+    return reply(started(req), *text("a1", "Hello."), finished(req))
+
+
+# -- run_until_idle(max_steps=...) ------------------------------------------------------
+
+
+def test_run_until_idle_takes_max_steps_steps_then_says_the_script_loops() -> None:
+    """reference.md: ``run_until_idle`` raises ``AssertionError`` after ``max_steps``:
+    it has taken that many steps and not one more, as many ``step()`` calls would."""
+    stepped, run = FakeDriver(ScriptedAgent(_hello)), FakeDriver(ScriptedAgent(_hello))
+    by_step, by_run = stepped.chat(), run.chat()
+    by_step.send("hi")
+    by_run.send("hi")
+    for _ in range(4):  # the request, RUN_STARTED, TEXT_MESSAGE_START, the delta
+        assert stepped.step()
+    with pytest.raises(AssertionError, match=r"not idle after 4 steps: is the script looping"):
+        run.run_until_idle(max_steps=4)
+    assert by_run.core_state == by_step.core_state
+    assert by_run.messages[-1].content == "Hello." and by_run.is_loading
+
+
+def test_run_until_idle_counts_each_retry_it_waits_for_as_one_step() -> None:
+    """reference.md: it returns the steps taken, moving the clock to a pending retry when
+    nothing else is ready: that move (the retry timer firing) is one step, as it is for a
+    test that steps and advances the clock to the retry itself."""
+
+    def script() -> ScriptedAgent:
+        return ScriptedAgent(_hello).then(refuse(503), refuse(503))
+
+    options = Options(retry=RetryPolicy(max_attempts=3, jitter=0))
+    stepped, run = FakeDriver(script()), FakeDriver(script())
+    stepped.chat(options).send("hi")
+    chat = run.chat(options)
+    chat.send("hi")
+    steps = 0
+    while True:
+        while stepped.step():
+            steps += 1
+        if not stepped.pending_timers():
+            break
+        ((due, purpose),) = stepped.pending_timers()
+        assert purpose == "retry"
+        stepped.advance_to(due)  # fires the retry: one step
+        steps += 1
+    assert steps == 11  # three sends, two retries, five events and the stream's end
+    assert run.run_until_idle() == steps
+    assert chat.messages[-1].content == "Hello." and len(run.requests) == 3
+
+
+# -- the clock: advance, advance_to ------------------------------------------------------
+
+
+def _asks(expires_at: str) -> Any:
+    ask = {"id": "q", "reason": "input_required", "expiresAt": expires_at}
+    return lambda req: reply(started(req), interrupted(req, ask))
+
+
+def test_advance_moves_the_clock_with_no_timer_to_fire() -> None:
+    """``advance(seconds)`` moves the clock that far even when no timer falls due, and
+    ``advance_to(when)`` to that time; the fake clock never goes backwards."""
+    driver = FakeDriver()
+    driver.advance(12.5)
+    assert driver.clock.now() == FAKE_EPOCH + 12.5 == driver.now()
+    driver.advance_to(FAKE_EPOCH + 20)
+    assert driver.clock.now() == FAKE_EPOCH + 20
+    driver.advance(0)
+    driver.clock.set(FAKE_EPOCH + 20)  # set() to now is no move back
+    assert driver.clock.now() == FAKE_EPOCH + 20
+    with pytest.raises(ValueError, match="does not go backwards"):
+        driver.clock.set(FAKE_EPOCH + 19.5)
+
+
+def test_advance_fires_the_timers_that_fall_due_in_order_each_at_its_own_time() -> None:
+    """``advance`` fires every timer that falls due, in order; each fires with the clock
+    at its due time, and timers due at the same moment fire in the order they were set."""
+    driver = FakeDriver(
+        ScriptedAgent().then(
+            _asks("2027-01-01T00:00:40Z"),
+            _asks("2027-01-01T00:00:20Z"),
+            _asks("2027-01-01T00:00:20Z"),
+        )
+    )
+    fired: list[tuple[str, float]] = []
+    for name in ("late", "early", "also early"):
+        chat = driver.chat()
+
+        def expired(r: Any, name: str = name) -> None:
+            if r.is_expired and name not in [n for n, _ in fired]:
+                fired.append((name, driver.clock.now()))
+
+        chat.subscribe(expired)
+        chat.send("hi")
+        driver.run_until_idle()
+    assert [purpose for _, purpose in driver.pending_timers()] == ["expiry"] * 3
+    driver.advance(60)
+    assert fired == [
+        ("early", FAKE_EPOCH + 20),
+        ("also early", FAKE_EPOCH + 20),
+        ("late", FAKE_EPOCH + 40),
+    ]
+    assert driver.clock.now() == FAKE_EPOCH + 60 and driver.pending_timers() == []
+
+
+# -- held streams: release(count) ----------------------------------------------------------
+
+
+def _held_hello(req: Request) -> Any:
+    return held(started(req), *text("a1", "abc", chunks=3), finished(req))
+
+
+def test_release_lets_each_held_stream_deliver_count_more_events() -> None:
+    """reference.md: ``release(count=1)`` lets held streams deliver ``count`` more events
+    each: one by default, then exactly as many as asked, in every held stream."""
+    driver = FakeDriver(ScriptedAgent(_held_hello))
+    first, second = driver.chat(), driver.chat()
+    first.send("hi")
+    second.send("hi")
+    assert driver.run_until_idle() == 2  # the two requests; both streams are parked
+    driver.release()
+    assert driver.run_until_idle() == 2  # RUN_STARTED in each
+    assert first.messages[-1].content == "hi" and first.is_loading
+    driver.release(3)
+    assert driver.run_until_idle() == 6  # the message's start and two of its deltas, each
+    assert [c.messages[-1].content for c in (first, second)] == ["ab", "ab"]
+    driver.release(2)
+    assert driver.run_until_idle() == 4
+    assert first.messages[-1].content == "abc" and first.is_loading  # RUN_FINISHED waits
+    driver.release(5)
+    assert driver.run_until_idle() == 4  # RUN_FINISHED and the stream's end, each
+    assert not first.is_loading and not second.is_loading and first.error is None
+
+
+# -- step(): what counts as one -------------------------------------------------------------
+
+
+def test_a_send_withheld_at_the_last_check_is_one_step() -> None:
+    """R-F3 and testing.md: expiry is checked once more just before the send. With the
+    clock set past the expiry and its timer not yet fired, the step that would send
+    withholds the request and records the error: that is a step (``True``), and the
+    expiry timer, now due, is the next one."""
+    driver = FakeDriver(ScriptedAgent().then(_asks("2027-01-01T00:00:30Z")))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    batch = chat.pending_interrupts
+    assert batch is not None
+    chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": 1}])
+    driver.clock.set(FAKE_EPOCH + 31)  # no timer fires: the clock just moved
+    assert driver.step() is True
+    assert isinstance(chat.error, BatchExpiredError) and not chat.is_resuming
+    assert len(driver.requests) == 1
+    assert driver.pending_timers() == [(FAKE_EPOCH + 30, "expiry")]
+    assert driver.step() is True and driver.pending_timers() == []
+    assert driver.step() is False
+
+
+def test_a_request_that_cannot_be_written_is_one_step() -> None:
+    """A request whose body cannot be written fails its run without going out: the step
+    that tried is a step, and nothing more is ready."""
+    driver = FakeDriver(ScriptedAgent(_hello))
+    chat = driver.chat()
+    chat.set_state(frozen_unchecked({"n": 10**MAX_INT_DIGITS}))
+    chat.send("hi")
+    assert driver.step() is True
+    assert chat.error is not None and "nothing was sent" in str(chat.error)
+    assert driver.requests == [] and driver.step() is False
