@@ -46,6 +46,20 @@ def test_run_until_idle_takes_max_steps_steps_then_says_the_script_loops() -> No
     assert by_run.messages[-1].content == "Hello." and by_run.is_loading
 
 
+def test_run_until_idle_returns_when_idle_after_exactly_max_steps() -> None:
+    """BUG: run_until_idle steps "until nothing is ready" and "returns the steps taken";
+    its AssertionError says the driver is "not idle after N steps". A script that is
+    idle after exactly ``max_steps`` steps must return that count, not raise."""
+    probe = FakeDriver(ScriptedAgent(_hello))
+    probe.chat().send("hi")
+    needed = probe.run_until_idle()
+    driver = FakeDriver(ScriptedAgent(_hello))
+    chat = driver.chat()
+    chat.send("hi")
+    assert driver.run_until_idle(max_steps=needed) == needed
+    assert not chat.is_loading and chat.messages[-1].content == "Hello."
+
+
 def test_run_until_idle_counts_each_retry_it_waits_for_as_one_step() -> None:
     """reference.md: it returns the steps taken, moving the clock to a pending retry when
     nothing else is ready: that move (the retry timer firing) is one step, as it is for a
