@@ -310,7 +310,8 @@ class FakeDriver(ResourceFactory[R]):
         the soonest retry: an expiry due before that retry fires at its own time
         first, and the steps it causes run there, so a retry it cancels is never
         reached. Expiry timers never move the clock by themselves. Held streams wait
-        for ``release``.
+        for ``release``. Raises ``AssertionError`` when ``max_steps`` steps are taken
+        and a step more is ready (that step is not taken).
         """
         steps = 0
         while steps < max_steps:
@@ -322,6 +323,8 @@ class FakeDriver(ResourceFactory[R]):
                 return steps
             self._fire_next(due)  # true: the retry itself is live and due by then
             steps += 1
+        if not self._ready() and (not follow_retries or self._next_due("retry") is None):
+            return steps  # idle after exactly max_steps
         raise AssertionError(f"not idle after {max_steps} steps: is the script looping?")
 
     def advance(self, seconds: float) -> None:
@@ -375,6 +378,21 @@ class FakeDriver(ResourceFactory[R]):
             t.resource.apply(i.TimerFired(t.timer))
             return True
         return False
+
+    def _ready(self) -> bool:
+        """Whether ``step()`` would do something; it changes nothing. Mirrors the
+        refusals of ``_start``, ``_deliver`` and ``_run_tool`` and ``_fire_next``."""
+        for kind, payload in self._actions:
+            if kind == "deliver":
+                if not payload.closed and (not payload.reply.hold or payload.released > 0):
+                    return True
+            elif kind == "start":
+                if not self._to_start[self._key(payload[0]), payload[1].attempt]:
+                    return True
+            elif not self._to_run[self._key(payload[0]), payload[1].task]:
+                return True
+        now = self.clock._now
+        return any(due <= now and not self._cancelled(t) for due, _, t in self._timers)
 
     def _next_due(self, purpose: str) -> float | None:
         live = [
