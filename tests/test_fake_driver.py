@@ -47,9 +47,9 @@ def test_run_until_idle_takes_max_steps_steps_then_says_the_script_loops() -> No
 
 
 def test_run_until_idle_returns_when_idle_after_exactly_max_steps() -> None:
-    """BUG: run_until_idle steps "until nothing is ready" and "returns the steps taken";
+    """run_until_idle steps "until nothing is ready" and "returns the steps taken";
     its AssertionError says the driver is "not idle after N steps". A script that is
-    idle after exactly ``max_steps`` steps must return that count, not raise."""
+    idle after exactly ``max_steps`` steps returns that count (it used to raise)."""
     probe = FakeDriver(ScriptedAgent(_hello))
     probe.chat().send("hi")
     needed = probe.run_until_idle()
