@@ -447,6 +447,67 @@ def test_a_redirect_is_not_followed_and_says_where_it_points() -> None:
     trio.run(main)
 
 
+@pytest.mark.parametrize("location", [None, b""], ids=["no-location", "empty-location"])
+def test_a_redirect_that_says_nowhere_is_still_a_redirect_error(location: bytes | None) -> None:
+    """A 3xx without a (usable) Location header: the status still says what happened,
+    not retried, with no target to name; never a crash reading the missing header."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers = {} if location is None else {"Location": location.decode()}
+        return httpx.Response(302, headers=headers)
+
+    with pytest.raises(TransportError) as caught:
+        trio.run(_mock_collect, handler)
+    assert caught.value == TransportError.from_status(302, "", endpoint="http://agent.test/")
+    assert caught.value.message == (
+        "the endpoint http://agent.test/ answered HTTP 302 (a redirect: interlude does not "
+        "follow redirects; use the new URL)"
+    )
+
+
+def test_a_location_on_an_answer_that_is_no_redirect_is_not_called_a_redirect() -> None:
+    """A 503 pointing at a status page: it is a retryable 503, not a redirect to follow."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers = {"Location": "/status?token=SECRET", "Content-Type": "text/plain"}
+        return httpx.Response(503, headers=headers, content=b"down for maintenance")
+
+    with pytest.raises(TransportError) as caught:
+        trio.run(_mock_collect, handler)
+    error = caught.value
+    assert (error.status, error.retryable, error.body) == (503, True, "down for maintenance")
+    assert error.message == "the endpoint http://agent.test/ answered HTTP 503"
+
+
+def test_a_redirect_a_response_hook_raises_for_says_where_it_points() -> None:
+    """An application's client whose response hook calls raise_for_status raises for a
+    3xx too: the error still names the target, as for a redirect the transport reads."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(307, headers={"Location": "https://new.test/agent?key=SECRET"})
+
+    async def raise_for_status(response: httpx.Response) -> None:
+        response.raise_for_status()
+
+    async def main() -> None:
+        async with (
+            httpx.AsyncClient(
+                transport=httpx.MockTransport(handler),
+                event_hooks={"response": [raise_for_status]},
+            ) as client,
+            HttpxTransport("http://agent.test/", client=client) as transport,
+        ):
+            await collect(transport)
+
+    with pytest.raises(TransportError) as caught:
+        trio.run(main)
+    assert (caught.value.status, caught.value.retryable) == (307, False)
+    assert caught.value.message == (
+        "the endpoint http://agent.test/ answered HTTP 307 (a redirect to "
+        "https://new.test/agent: interlude does not follow redirects; use the new URL)"
+    )
+
+
 def test_a_2xx_that_is_not_an_event_stream_quotes_what_it_said() -> None:
     said = b'{"error": {"code": "streaming_disabled",\n "message": "use /v1/sse"}}'
 
