@@ -1125,6 +1125,53 @@ def test_a_failure_before_the_head_is_a_transport_error(
     trio.run(main)
 
 
+@pytest.mark.parametrize(
+    ("raised", "says"),
+    [
+        (httpx.ConnectError, "could not connect to http://agent.test/: ConnectError"),
+        (httpx.UnsupportedProtocol, "could not be made: UnsupportedProtocol"),
+        (httpx.ReadError, "failed before a response arrived: ReadError"),
+    ],
+)
+def test_a_failure_httpx_gives_no_words_for_is_named_by_its_kind(
+    raised: type[httpx.TransportError], says: str
+) -> None:
+    """An httpx error with an empty message (a bare OSError underneath gives one) still
+    says what went wrong: its class, not a sentence ending in ': '."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise raised("", request=request)
+
+    with pytest.raises(TransportError) as caught:
+        trio.run(_mock_collect, handler)
+    assert caught.value.message.endswith(says)
+
+
+def test_a_stream_broken_without_words_is_named_by_its_kind() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield FRAME
+        raise httpx.RemoteProtocolError("")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
+
+    async def main() -> None:
+        got: list[str] = []
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/", client=client) as transport,
+        ):
+            with pytest.raises(TransportError) as caught:
+                await _read_into(got, transport)
+        assert got == [FRAME_DATA]
+        assert caught.value.retryable
+        assert caught.value.message == (
+            "the connection to http://agent.test/ broke while streaming: RemoteProtocolError"
+        )
+
+    trio.run(main)
+
+
 def test_a_full_connection_pool_says_how_to_carry_more_streams() -> None:
     """Every open stream holds a connection of the client's pool (100 in httpx's default
     client); one more waits connect_timeout, then fails retryably, saying what to pass."""
