@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import gzip
+import os
 import re
 import socket
+import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -645,6 +647,42 @@ def test_retry_after_reads_seconds_and_http_dates(
 ) -> None:
     now = 1_796_083_200.0  # Tue, 01 Dec 2026 00:00:00 GMT
     assert retry_after(header, now) == seconds
+
+
+@pytest.fixture
+def local_zone_far_from_utc() -> Iterator[None]:
+    """The machine's local zone set 9 hours east of UTC (POSIX TZ: no tz database
+    needed), restored after."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "XST-9"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Tue, 01 Dec 2026 00:00:30",  # no zone
+        "Tue Dec  1 00:00:30 2026",  # asctime's form, which has none
+        "Tue, 01 Dec 2026 00:00:30 -0000",  # RFC 5322's "zone unknown"
+        "Tue, 01 Dec 2026 00:00:30 GMT",
+    ],
+)
+def test_a_retry_after_date_is_gmt_whatever_the_machine_s_zone(
+    header: str, local_zone_far_from_utc: None
+) -> None:
+    """RFC 9110 5.6.7: HTTP dates are GMT. A client east of UTC reading a zoneless date
+    in its own zone would take it for 9 hours ago and retry at once."""
+    assert time.localtime(0).tm_hour == 9  # the zone did change
+    now = 1_796_083_200.0  # Tue, 01 Dec 2026 00:00:00 GMT
+    assert retry_after(header, now) == 30.0
 
 
 def test_a_retry_after_header_rides_the_transport_error() -> None:
