@@ -779,6 +779,24 @@ def test_an_error_body_is_read_in_the_charset_it_declares() -> None:
     assert caught.value.body == "café"
 
 
+def test_an_error_answer_in_a_coding_the_transport_cannot_read_keeps_its_status() -> None:
+    """A 503 compressed as brotli: its body is not read (a bomb would be), but the status
+    still decides and the body says why it is missing."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers = {"Content-Type": "text/plain", "Content-Encoding": "br", "Retry-After": "3"}
+        return httpx.Response(503, headers=headers, stream=httpx.ByteStream(b"\x8b\x02\x80x"))
+
+    with pytest.raises(TransportError) as caught:
+        trio.run(_mock_collect, handler)
+    assert caught.value == TransportError.from_status(
+        503,
+        "(a body in a content coding interlude does not read)",
+        retry_after=3.0,
+        endpoint="http://agent.test/",
+    )
+
+
 def test_a_body_given_whole_is_not_decoded_twice() -> None:
     """A mock's body given whole is decoded by httpx already: its Content-Encoding has
     been undone, and reading it as gzip again would fail a good stream."""
@@ -1051,6 +1069,38 @@ def test_a_body_that_is_no_event_stream_is_kept_in_the_error() -> None:
             assert "model not found" not in caught.value.message
 
     trio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "kept"),
+    [
+        # An HTML error page sent as an event stream, over three reads: its first 4 KiB.
+        (
+            [b"<" + b"x" * 2999, b"y" * 3000, b"z" * 3000],
+            "<" + "x" * 2999 + "y" * (ERROR_BODY_LIMIT - 3000),
+        ),
+        # The body itself ends half way through a character: shown as U+FFFD, not lost.
+        ([b"model not found \xc3"], "model not found \ufffd"),
+    ],
+    ids=["long", "cut-character"],
+)
+def test_what_a_body_that_is_no_event_stream_kept_is_its_first_4_kib(
+    pieces: list[bytes], kept: str
+) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
+
+    with pytest.raises(ProtocolError) as caught:
+        trio.run(_mock_collect, handler)
+    assert caught.value == ProtocolError(
+        "the stream ended in the middle of an event; what it sent is in the error's .body",
+        retryable=True,
+        body=kept,
+    )
 
 
 def _gzip_flushed(*pieces: bytes) -> bytes:
