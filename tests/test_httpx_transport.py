@@ -1181,6 +1181,25 @@ def test_a_refused_connection_is_a_retryable_transport_error() -> None:
     trio.run(main)
 
 
+def test_a_connection_not_made_in_time_is_a_retryable_transport_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    async def main() -> None:
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/?token=SECRET", client=client) as transport,
+        ):
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+        assert caught.value == TransportError(
+            "could not connect to http://agent.test/ within 10.0 s", retryable=True
+        )
+        assert isinstance(caught.value.__cause__, httpx.ConnectTimeout)
+
+    trio.run(main)
+
+
 @pytest.mark.parametrize(
     ("raised", "says", "retryable"),
     [
@@ -1326,6 +1345,40 @@ def test_the_idle_timeout_does_not_cut_the_wait_for_the_head() -> None:
             HttpxTransport(url, read_timeout=WAIT, idle_timeout=0.2) as transport,
         ):
             assert await collect(transport) == [FRAME_DATA]
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("connect_timeout", "limit"), [(0.2, "0.5"), (None, "0.3")], ids=["both", "no-connect-limit"]
+)
+def test_a_head_trickled_a_byte_at_a_time_is_bounded_as_a_whole(
+    connect_timeout: float | None, limit: str
+) -> None:
+    """Each byte comes well within read_timeout, so httpx never times out; the head as a
+    whole may take read_timeout plus connect_timeout (no connect limit adds nothing)."""
+
+    async def answer(stream: trio.SocketStream) -> None:
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        for _ in range(80):  # 4 s of head, and never its end
+            await stream.send_all(b"x")
+            await trio.sleep(0.05)
+
+    async def main() -> None:
+        async with (
+            raw_server(answer) as url,
+            HttpxTransport(url, read_timeout=0.3, connect_timeout=connect_timeout) as transport,
+        ):
+            started = trio.current_time()
+            with pytest.raises(TransportError) as caught:
+                await collect(transport)
+            took = trio.current_time() - started
+        assert caught.value == TransportError(
+            f"{url} sent no complete response head within {limit} s "
+            "(read_timeout plus connect_timeout)",
+            retryable=True,
+        )
+        assert float(limit) <= took < 2.5  # not cut early, and not left to trickle on
 
     trio.run(main)
 
