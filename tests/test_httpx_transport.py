@@ -368,6 +368,12 @@ def test_a_setting_of_the_wrong_kind_is_refused_at_construction(
         HttpxTransport("http://127.0.0.1:1/", **argument)
 
 
+def test_the_smallest_settings_are_accepted() -> None:
+    """A positive integer is any from 1: the boundary is not refused with the zero."""
+    transport = HttpxTransport("http://127.0.0.1:1/", max_frame_bytes=1)
+    trio.run(transport.aclose)
+
+
 @pytest.mark.parametrize(
     ("status", "hint"),
     [
