@@ -374,6 +374,21 @@ def test_the_smallest_settings_are_accepted() -> None:
     trio.run(transport.aclose)
 
 
+def test_a_star_import_gives_the_public_names_only() -> None:
+    """``from interlude.adapters.httpx import *`` brings the transport and its helpers,
+    not the modules it uses (``time``, ``re``, ``httpx`` would shadow the caller's)."""
+    namespace: dict[str, Any] = {}
+    exec("from interlude.adapters.httpx import *", namespace)
+    assert set(namespace) - {"__builtins__"} == {
+        "ERROR_BODY_LIMIT",
+        "HttpxTransport",
+        "checked_headers",
+        "endpoint_url",
+        "redacted",
+        "retry_after",
+    }
+
+
 @pytest.mark.parametrize(
     ("status", "hint"),
     [
