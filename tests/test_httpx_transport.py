@@ -292,6 +292,10 @@ def test_a_closed_transport_fails_for_good_and_sends_nothing(owned: bool) -> Non
     ("url", "says"),
     [
         ("localhost:8000", r"needs http:// or https:// \(did you mean 'http://localhost:8000'\?\)"),
+        (
+            "1.2.3.4:8000/agent",  # an address whose second character is not alphanumeric
+            r"needs http:// or https:// \(did you mean 'http://1\.2\.3\.4:8000/agent'\?\)",
+        ),
         ("ftp://example.com/agent", "needs http:// or https://$"),
         ("http://", "has no host$"),
         ("not a url", "needs http:// or https://$"),
