@@ -1076,3 +1076,70 @@ def test_R_F3_a_resume_whose_interrupt_expired_before_its_send_says_nothing_was_
     assert isinstance(chat.error, BatchExpiredError)
     assert "expired before the answers were sent; nothing was sent" in str(chat.error)
     assert len(driver.requests) == 1 and chat.pending_interrupts is batch
+
+
+def tool_rounds_completion(
+    answers: dict[int, Any], limit: int
+) -> tuple[FakeDriver, Any, list[int]]:
+    """A completion with local tool "t" and max_tool_rounds=``limit``: request n is
+    answered by ``answers[n]`` if given, else by a call of "t" carrying n (which the
+    tool records in the returned list when it runs)."""
+    ran: list[int] = []
+
+    def answer(req: Any) -> Any:
+        n = len(driver.requests)
+        if n in answers:
+            return answers[n](req)
+        return reply(started(req), *tool_call(f"c{n}", "t", {"n": n}), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer))
+    comp = driver.completion(
+        Options(max_tool_rounds=limit), local_tools={"t": lambda args: ran.append(args["n"])}
+    )
+    return driver, comp, ran
+
+
+def test_R_D5_R_E2_the_deferred_input_run_after_a_settle_gets_max_tool_rounds_anew() -> None:
+    """R-D5, R-E2: an input changed during a resumed interaction runs once that interaction
+    settles; the settle ends the interaction, so the new one's tool rounds count from
+    zero: with max_tool_rounds=1 its first round runs and its second is refused."""
+
+    def pause_it(req: Any) -> Any:
+        return reply(started(req), interrupted(req, ask()))
+
+    driver, comp, ran = tool_rounds_completion({1: pause_it, 3: succeed()}, limit=1)
+    comp.set_input("first")
+    driver.run_until_idle()
+    batch = comp.pending_interrupts
+    assert batch is not None
+    comp.set_input("second")  # deferred until the resumed interaction settles
+    comp.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    # 2: the resume's round; 3: its follow-up settles; 4: "second", whose round runs;
+    # 5: its second round, refused.
+    assert [r.json["messages"][0]["content"] for r in driver.requests[3:]] == ["second"] * 2
+    assert ran == [2, 4]
+    assert isinstance(comp.error, ToolError)
+    assert "asked for round 2 of local tools" in str(comp.error)
+    assert len(driver.requests) == 5
+
+
+def test_R_D5_R_E4_the_input_sent_again_on_a_new_thread_gets_max_tool_rounds_anew() -> None:
+    """R-D5, R-E4: set_thread_id during an interaction that already ran its one allowed
+    tool round (max_tool_rounds=1) sends the input again on the new thread as a new
+    interaction: its first round of local tools runs, its second is refused."""
+
+    def open_follow_up(req: Any) -> Any:
+        return held(started(req))
+
+    driver, comp, ran = tool_rounds_completion({2: open_follow_up}, limit=1)
+    comp.set_input("question")
+    driver.run_until_idle()
+    assert ran == [1] and comp.is_loading  # round 1 ran; its follow-up is open
+    comp.set_thread_id("thread-2")
+    driver.run_until_idle()
+    assert [r.thread_id for r in driver.requests[2:]] == ["thread-2"] * 2
+    assert ran == [1, 3]
+    assert isinstance(comp.error, ToolError)
+    assert "asked for round 2 of local tools" in str(comp.error)
+    assert len(driver.requests) == 4
