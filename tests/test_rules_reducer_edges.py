@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rule_support import T0, RecordingDriver, ask, at, paused_chat, rejected, succeed
+from rule_support import T0, RecordingDriver, ask, at, paused_chat, rejected, step_until, succeed
 
 from interlude.adapters.fake import (
     FakeDriver,
@@ -1143,3 +1143,37 @@ def test_R_D5_R_E4_the_input_sent_again_on_a_new_thread_gets_max_tool_rounds_ane
     assert isinstance(comp.error, ToolError)
     assert "asked for round 2 of local tools" in str(comp.error)
     assert len(driver.requests) == 4
+
+
+@pytest.mark.parametrize(
+    ("opening", "said"),
+    [
+        (lambda req: reply(), "the stream ended before RUN_STARTED"),
+        (
+            lambda req: reply(*text("m1", "early"), started(req), finished(req)),
+            "the stream began with TEXT_MESSAGE_START, not RUN_STARTED",
+        ),
+        (
+            lambda req: reply({**started(req), "runId": "other"}, finished(req)),
+            "RUN_STARTED for thread 'interlude-thread-2' run 'other' does not match the request",
+        ),
+    ],
+    ids=["empty", "text-first", "other-run"],
+)
+def test_R_J3_R_F1_a_stream_failing_before_run_started_is_retried_and_says_retryable(
+    opening: Any, said: str
+) -> None:
+    """R-J3, R-F1: before the acknowledgement a stream that ends, begins with another
+    event or acknowledges another run is a retryable ProtocolError: a retry is scheduled,
+    and once the budget is spent the error the user reads says retryable=True."""
+    driver = RecordingDriver(ScriptedAgent(opening))
+    chat = driver.chat(Options(retry=RetryPolicy(jitter=0, max_attempts=2)))
+    chat.send("go")
+    step_until(driver, lambda: bool(driver.pending_timers()))
+    assert [p for _, p in driver.pending_timers()] == ["retry"] and chat.error is None
+    driver.run_until_idle()
+    assert len(driver.requests) == 2
+    error = chat.error
+    assert type(error) is ProtocolError and error.retryable is True
+    assert error.message.startswith(said)
+    assert error.message.endswith("(gave up after 2 attempt(s), RetryPolicy.max_attempts)")
