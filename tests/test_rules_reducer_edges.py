@@ -1177,3 +1177,28 @@ def test_R_J3_R_F1_a_stream_failing_before_run_started_is_retried_and_says_retry
     assert type(error) is ProtocolError and error.retryable is True
     assert error.message.startswith(said)
     assert error.message.endswith("(gave up after 2 attempt(s), RetryPolicy.max_attempts)")
+
+
+@pytest.mark.parametrize("outcome", [None, {"type": "success", "pendingToolCallIds": ["c1"]}])
+def test_R_D5_a_call_held_by_the_first_message_of_the_history_runs(
+    outcome: dict[str, Any] | None,
+) -> None:
+    """R-D5, R-J6: a run whose MESSAGES_SNAPSHOT empties the history, then calls a local
+    tool and says something, leaves the call's message first in the history, a text
+    after it; the call is still found and run (whether the run names it in
+    pendingToolCallIds or not), and the follow-up carries the call and its result."""
+    ran: list[Any] = []
+
+    def call_first(req: Any) -> Any:
+        snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": []}
+        call = tool_call("c1", "t", {"q": 1})
+        return reply(started(req), snapshot, *call, *text("m1", "asking"), finished(req, outcome))
+
+    driver = FakeDriver(ScriptedAgent(succeed()).then(call_first))
+    chat = driver.chat(local_tools={"t": lambda args: ran.append(args) or "found"})
+    chat.send("go")
+    driver.run_until_idle()
+    assert ran == [{"q": 1}] and chat.error is None
+    follow_up = driver.requests[1]
+    assert [m["id"] for m in follow_up.json["messages"]][:2] == ["c1", "m1"]
+    assert follow_up.tool_results == {"c1": "found"}
