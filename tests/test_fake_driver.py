@@ -10,6 +10,7 @@ import pytest
 from interlude.adapters.fake import (
     FAKE_EPOCH,
     FakeDriver,
+    Reply,
     Request,
     ScriptedAgent,
     finished,
@@ -17,10 +18,11 @@ from interlude.adapters.fake import (
     interrupted,
     refuse,
     reply,
+    run_error,
     started,
     text,
 )
-from interlude.core import BatchExpiredError, Options, RetryPolicy
+from interlude.core import BatchExpiredError, Options, RetryPolicy, RunError
 from interlude.core.json import MAX_INT_DIGITS, frozen_unchecked
 
 
@@ -205,3 +207,44 @@ def test_a_request_that_cannot_be_written_is_one_step() -> None:
     assert driver.step() is True
     assert chat.error is not None and "nothing was sent" in str(chat.error)
     assert driver.requests == [] and driver.step() is False
+
+
+# -- the script builders ------------------------------------------------------------------
+
+
+def test_text_streams_one_delta_by_default_and_an_empty_message_as_no_delta() -> None:
+    """``text(message_id, content, chunks=1)``: one delta unless asked; empty content is a
+    message with no delta at all (AG-UI's deltas are never empty), which reads as ""."""
+    assert text("a1", "Hello.") == [
+        {"type": "TEXT_MESSAGE_START", "messageId": "a1", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a1", "delta": "Hello."},
+        {"type": "TEXT_MESSAGE_END", "messageId": "a1"},
+    ]
+    empty = text("a1", "", chunks=3)
+    assert [e["type"] for e in empty] == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_END"]
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), *empty, finished(req))))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert chat.error is None and chat.messages[-1].content == ""
+
+
+def test_run_error_writes_its_code_only_when_given() -> None:
+    """``run_error(message, code=None)``: AG-UI's ``code`` is optional, so without one the
+    event has no ``code`` key (not a null), and the run's RunError has no code."""
+    assert run_error("model overloaded") == {"type": "RUN_ERROR", "message": "model overloaded"}
+    assert run_error("busy", "OVERLOADED")["code"] == "OVERLOADED"
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), run_error("no"))))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert isinstance(chat.error, RunError) and chat.error.code is None
+
+
+def test_a_reply_is_built_with_keywords_only() -> None:
+    """reference.md writes ``Reply(events=..., fail_before_send=..., fail_after=...,
+    failure=..., hold=...)``: keywords only, so a bare tuple of events is refused rather
+    than taken for some other field."""
+    with pytest.raises(TypeError):
+        Reply((started,))  # type: ignore[misc]
+    assert Reply(events=("x",)).events == ("x",)
