@@ -30,6 +30,26 @@ def _hello(req: Request) -> Any:
     return reply(started(req), *text("a1", "Hello."), finished(req))
 
 
+# -- the scripted agent ----------------------------------------------------------------------
+
+
+def test_a_scripted_agent_answers_from_its_queue_first_then_says_it_has_no_answer() -> None:
+    """reference.md: ``then(*replies)`` queues answers used before ``handler``; without an
+    answer for a request it raises ``AssertionError`` naming the request (a test failure,
+    not a crash of the driver's own code). Every request is kept, the unanswered one too."""
+    agent = ScriptedAgent()
+    assert agent.then(_hello) is agent  # chains
+    driver = FakeDriver(agent)
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert chat.messages[-1].content == "Hello."
+    chat.send("again")
+    with pytest.raises(AssertionError, match=r"no answer for request 2 \(run .*then\(\)"):
+        driver.run_until_idle()
+    assert [r.json["messages"][-1]["content"] for r in driver.requests] == ["hi", "again"]
+
+
 # -- run_until_idle(max_steps=...) ------------------------------------------------------
 
 
