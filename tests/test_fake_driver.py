@@ -268,3 +268,28 @@ def test_a_reply_is_built_with_keywords_only() -> None:
     with pytest.raises(TypeError):
         Reply((started,))  # type: ignore[misc]
     assert Reply(events=("x",)).events == ("x",)
+
+
+def test_release_leaves_a_stream_that_is_not_held_to_its_turn_in_the_queue() -> None:
+    """The queue is FIFO: two streams take turns, one event each per step. ``release()``
+    is for held streams: a stream not held keeps its turn and is not given a second, nor
+    is a held stream released twice before it steps."""
+    frames: list[str] = []
+
+    def script(req: Request) -> Any:
+        events = (started(req), *text("m", "abcd", chunks=4), finished(req))
+        return held(*events) if req.json["messages"][-1]["content"] == "held" else reply(*events)
+
+    driver = FakeDriver(ScriptedAgent(script))
+    free, parked = driver.chat(), driver.chat()
+    free.subscribe(lambda r: frames.append("free"))
+    parked.subscribe(lambda r: frames.append("held"))
+    free.send("free")
+    parked.send("held")
+    assert driver.step() and driver.step()  # both requests; the held stream waits
+    frames.clear()
+    driver.release(5)
+    driver.release(5)  # more for the same stream: still one turn
+    for _ in range(6):
+        assert driver.step()
+    assert frames == ["free", "held"] * 3
