@@ -637,6 +637,36 @@ def test_R_J2_a_snapshot_naming_an_id_the_history_holds_twice_leaves_one_message
     ]
 
 
+@pytest.mark.parametrize(
+    "history",
+    [
+        (
+            UserMessage(id="d", content="one"),
+            ActivityMessage(id="d", activity_type="P", content=FrozenDict()),
+        ),
+        (ReasoningMessage(id="d", content="one"), ReasoningMessage(id="d", content="two")),
+    ],
+    ids=["an-activity-second", "reasoning-twice"],
+)
+def test_R_J2_a_snapshot_naming_an_id_an_activity_or_reasoning_message_holds_drops_it(
+    history: tuple[Message, ...],
+) -> None:
+    """R-J2: a MESSAGES_SNAPSHOT without activity or reasoning messages keeps those of the
+    history it does not name, not those whose id it names: where the history holds the id
+    twice, the snapshot's message takes the first one's place and an activity or reasoning
+    message holding it again goes, leaving one message of that id."""
+    snapshot = [
+        {"id": "d", "role": "user", "content": "restated"},
+        {"id": "u1", "role": "user", "content": "Go"},
+    ]
+    chat = run_on(history, ev("MESSAGES_SNAPSHOT", messages=snapshot))
+    assert chat.error is None
+    assert list(chat.messages) == [
+        UserMessage(id="d", content="restated"),
+        UserMessage(id="u1", content="Go"),
+    ]
+
+
 def test_R_J2_a_reasoning_message_set_adrift_goes_on_where_a_later_snapshot_restates_it() -> None:
     """R-J2: a MESSAGES_SNAPSHOT that drops a reasoning message still streaming sets it
     adrift (a warning); a later snapshot restating it as a reasoning message gives it its
