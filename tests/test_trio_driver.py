@@ -12,8 +12,10 @@ import contextlib
 import functools
 import gc
 import json
+import re
 import socket
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -42,7 +44,7 @@ from interlude.adapters.fake import (
 )
 from interlude.adapters.httpx import HttpxTransport
 from interlude.adapters.resource import Resource
-from interlude.adapters.trio import AsyncResource, ToolSignal, TrioDriver
+from interlude.adapters.trio import AsyncDriver, AsyncResource, ToolSignal, TrioDriver
 from interlude.core.errors import BatchExpiredError, ObserverError, TransportError
 from interlude.core.json import MAX_INT_DIGITS, freeze, frozen_unchecked
 from interlude.core.options import Options, RetryPolicy
@@ -282,6 +284,11 @@ def test_purchase_and_shipping_batch_is_resumed_with_both_entries() -> None:
 def test_purchase_and_shipping_batch_under_asyncio() -> None:
     """R-A1, R-B1, R-B5, R-B6, R-C1..R-C4: the same driver runs under asyncio."""
     anyio.run(interrupt_and_resume, backend="asyncio")
+
+
+def test_async_driver_is_the_trio_driver_under_a_name_for_asyncio_code() -> None:
+    """reference.md: ``AsyncDriver`` is the same class, for code that does not use trio."""
+    assert AsyncDriver is TrioDriver
 
 
 def test_an_observer_resumes_the_moment_a_batch_appears() -> None:
@@ -1573,3 +1580,103 @@ def test_a_cancelled_tool_whose_cleanup_exits_still_ends_the_block() -> None:
     with pytest.raises(BaseExceptionGroup) as caught:
         trio.run(main)
     assert caught.group_contains(SystemExit)
+
+
+# -- the driver itself: its block, clock, ids, timers, books and waits ----------------------
+
+
+def test_a_driver_is_running_only_inside_its_block_and_enters_once() -> None:
+    """reference.md, TrioDriver: ``running`` says whether the block is live; outside it a
+    resource is refused with a message saying what to do, and a driver is entered once."""
+    driver = TrioDriver(ScriptedTransport())
+
+    async def main() -> None:
+        assert driver.running is False
+        with pytest.raises(RuntimeError, match="not running: use its resources inside"):
+            driver.chat()
+        async with driver:
+            assert driver.running is True
+            chat = driver.chat()
+            assert not chat.is_loading
+        assert driver.running is False
+        with pytest.raises(RuntimeError, match="entered only once"):
+            async with driver:
+                pass
+        assert driver.running is False
+        with pytest.raises(RuntimeError, match="not running"):
+            chat.send("hello")
+
+    run_mock(main)
+
+
+def test_a_driver_refuses_a_resource_it_did_not_create() -> None:
+    """``execute`` (the Driver protocol) carries out commands only for its own resources."""
+    fake_chat = FakeDriver(ScriptedAgent()).chat()
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport()) as other, TrioDriver(ScriptedTransport()) as d:
+            for stranger in (fake_chat, other.chat()):
+                with pytest.raises(RuntimeError, match="not created by this driver"):
+                    d.execute(stranger, [])
+
+    run_mock(main)
+
+
+def test_now_is_the_wall_time_at_entry_moved_by_the_loops_clock() -> None:
+    """reference.md, ``now()``: epoch seconds, the wall time read on entry plus the loop's
+    elapsed time, so a mock clock moves it (expiry and back-offs are read on it); outside
+    the block it is the wall time."""
+    driver = TrioDriver(ScriptedTransport())
+    seen: dict[str, float] = {}
+
+    async def main() -> None:
+        async with driver:
+            seen["entry"] = driver.now() - time.time()
+            start = driver.now()
+            await trio.sleep(3600)  # an hour of the mock clock, an instant of the wall's
+            seen["hour"] = driver.now() - start
+        seen["left"] = driver.now() - time.time()
+
+    run_mock(main)
+    assert seen["entry"] == pytest.approx(0, abs=60)
+    assert seen["hour"] == pytest.approx(3600)
+    assert seen["left"] == pytest.approx(0, abs=60)
+    assert driver.now() == pytest.approx(time.time(), abs=60)  # after the loop, too
+
+
+def test_now_on_trios_own_clock_is_the_wall_time() -> None:
+    """Trio's clock starts at a random offset, not at 0: ``now()`` counts only the time
+    elapsed on it since the driver's entry."""
+    seen: list[float] = []
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport()) as driver:
+            seen.append(driver.now() - time.time())
+
+    trio.run(main)
+    assert seen == [pytest.approx(0, abs=60)]
+
+
+def test_each_resource_gets_a_random_id_prefix_unless_its_options_give_one() -> None:
+    """reference.md, R-I1: a resource without ``id_prefix`` gets ``interlude-<8 hex>``, its
+    own, so ids (run ids here) never repeat across resources or runtimes."""
+
+    def done(req: Request) -> list[Any]:
+        return [started(req), finished(req)]
+
+    transport = ScriptedTransport(done, done, done)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                for chat in (driver.chat(), driver.chat(), driver.chat(Options(id_prefix="mine"))):
+                    chat.send("hello")
+                    await chat.wait_idle()
+                    assert chat.error is None
+
+    run_mock(main)
+    first, second, mine = (r.run_id for r in transport.requests)
+    assert re.fullmatch(r"interlude-[0-9a-f]{8}-run-\d+", first)
+    assert re.fullmatch(r"interlude-[0-9a-f]{8}-run-\d+", second)
+    assert first.split("-run-")[0] != second.split("-run-")[0]
+    assert mine.startswith("mine-run-")
