@@ -1680,3 +1680,113 @@ def test_each_resource_gets_a_random_id_prefix_unless_its_options_give_one() -> 
     assert re.fullmatch(r"interlude-[0-9a-f]{8}-run-\d+", second)
     assert first.split("-run-")[0] != second.split("-run-")[0]
     assert mine.startswith("mine-run-")
+
+
+def test_a_chat_stopped_in_its_back_off_is_freed_at_once() -> None:
+    """Stop cancels the retry's timer (CancelTimer), not only the retry: a timer left
+    sleeping held the resource (and its books) until its due time, so an SDK that
+    stops and drops its chats kept every one of them for the whole back-off."""
+
+    def drop(req: Request) -> list[Any]:
+        return [Fail(ConnectionResetError("peer reset"))]
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(ScriptedTransport(drop)) as driver:
+                chat = driver.chat(Options(retry=RetryPolicy(base_delay=600.0)))
+                chat.send("hello")
+                while chat.retry_due is None:
+                    await chat.next_change()
+                chat.stop()
+                assert not chat.is_loading and chat.retry_due is None
+                gone = weakref.ref(chat)
+                del chat
+                await trio.testing.wait_all_tasks_blocked()  # the cancelled tasks have ended
+                gc.collect()
+                assert gone() is None
+
+    trio.run(main)  # the real clock: the back-off's ten minutes never pass here
+
+
+def test_a_long_lived_chat_keeps_no_books_of_the_work_that_ended() -> None:
+    """The driver's books of one resource hold only what runs: every ended attempt,
+    fired timer and finished tool leaves them, so a chat that runs for days does not
+    grow with every turn."""
+
+    def drop(req: Request) -> list[Any]:
+        return [Fail(ConnectionResetError("peer reset"))]
+
+    def call_tool(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "lookup", {}), finished(req)]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m2", "Done."), finished(req)]
+
+    transport = ScriptedTransport(drop, call_tool, answer)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(
+                    Options(retry=RetryPolicy(base_delay=1.0)), local_tools={"lookup": _lookup}
+                )
+                chat.send("go")  # dropped, retried after a back-off, a tool round, an answer
+                await chat.wait_idle()
+                assert chat.error is None and last_text(chat) == "Done."
+                books = chat._books
+                assert (books.attempts, books.timers, books.running_tools) == ({}, {}, {})
+
+    run_mock(main)
+    assert len(transport.requests) == 3
+
+
+def test_a_timer_fires_when_the_drivers_clock_says_it_is_due() -> None:
+    """A back-off is timed on the injected clock, not the loop's: with a clock that runs
+    at half the loop's speed, a 2 s back-off takes 4 s of the loop (the driver sleeps
+    on the loop, then re-reads its clock until it says due)."""
+    policy = RetryPolicy(base_delay=2.0, jitter=0.0)
+
+    def drop(req: Request) -> list[Any]:
+        return [Fail(ConnectionResetError("peer reset"))]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m1", "hi"), finished(req)]
+
+    transport = ScriptedTransport(drop, answer)
+
+    async def main() -> None:
+        with trio.fail_after(60):
+            clock = lambda: FAKE_EPOCH + trio.current_time() / 2  # noqa: E731
+            async with TrioDriver(transport, clock=clock) as driver:
+                chat = driver.chat(Options(retry=policy))
+                chat.send("hello")
+                await chat.wait_idle()
+                assert chat.error is None and last_text(chat) == "hi"
+
+    run_mock(main)
+    assert transport.sent_at[1] - transport.sent_at[0] == pytest.approx(4.0)
+
+
+def test_a_back_off_of_no_time_stopped_as_it_starts_never_fires() -> None:
+    """Stop in the observer that sees the back-off begin: its timer, due at once, is
+    cancelled before its task runs, and it neither retries nor ends the driver."""
+
+    def drop(req: Request) -> list[Any]:
+        return [Fail(ConnectionResetError("peer reset"))]
+
+    transport = ScriptedTransport(drop)
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat(Options(retry=RetryPolicy(base_delay=0.0)))
+                chat.subscribe(lambda r: r.stop() if r.retry_due is not None else None)
+                chat.send("hello")
+                await chat.wait_idle()
+                assert chat.error is None and chat.retry_due is None
+                await trio.testing.wait_all_tasks_blocked()  # the timer's task has run
+                other = driver.chat()
+                assert not other.is_loading  # the driver goes on
+
+    run_mock(main)
+    assert len(transport.requests) == 1
