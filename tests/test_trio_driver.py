@@ -895,14 +895,22 @@ def exits(args: Any) -> str:
     raise SystemExit(3)
 
 
+async def raises_a_cancelled_error(args: Any) -> str:
+    """Under trio no asyncio.CancelledError is a cancellation: only the tool's own."""
+    import asyncio
+
+    raise asyncio.CancelledError("gave up")
+
+
 @pytest.mark.parametrize(
     ("backend", "tool", "says"),
     [
         ("asyncio", awaits_a_cancelled_task, "CancelledError"),
         ("asyncio", exits, "SystemExit: 3"),
         ("trio", exits, "SystemExit: 3"),
+        ("trio", raises_a_cancelled_error, "CancelledError: gave up"),
     ],
-    ids=["asyncio-own-cancel", "asyncio-sync-exit", "trio-sync-exit"],
+    ids=["asyncio-own-cancel", "asyncio-sync-exit", "trio-sync-exit", "trio-asyncio-cancel"],
 )
 def test_a_tool_raising_a_base_exception_of_its_own_is_a_tool_failure(
     backend: str, tool: Callable[..., Any], says: str
@@ -1738,6 +1746,41 @@ def test_a_long_lived_chat_keeps_no_books_of_the_work_that_ended() -> None:
 
     run_mock(main)
     assert len(transport.requests) == 3
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_tool_that_finished_is_never_told_it_was_cancelled(kind: str) -> None:
+    """ToolSignal tells a running tool it was cancelled: one that returned its result
+    was not, so work it left watching its signal (a helper thread, say) goes on."""
+    signals: list[ToolSignal] = []
+
+    def sync_tool(args: Any, signal: ToolSignal) -> str:
+        signals.append(signal)
+        return "done"
+
+    async def async_tool(args: Any, signal: ToolSignal) -> str:
+        signals.append(signal)
+        return "done"
+
+    def call_tool(req: Request) -> list[Any]:
+        return [started(req), tool_call("c1", "act", {}), finished(req)]
+
+    def answer(req: Request) -> list[Any]:
+        return [started(req), text("m2", "Done."), finished(req)]
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(ScriptedTransport(call_tool, answer)) as driver:
+                tool = sync_tool if kind == "sync" else async_tool
+                chat = driver.chat(local_tools={"act": tool})
+                chat.send("go")
+                await chat.wait_idle()
+                assert chat.error is None and last_text(chat) == "Done."
+                (signal,) = signals
+                assert not signal.cancelled
+            assert not signal.cancelled  # nor when the driver closes
+
+    trio.run(main)
 
 
 def test_a_timer_fires_when_the_drivers_clock_says_it_is_due() -> None:
