@@ -1748,6 +1748,35 @@ def test_a_long_lived_chat_keeps_no_books_of_the_work_that_ended() -> None:
     assert len(transport.requests) == 3
 
 
+def test_a_stopped_transport_whose_cleanup_exits_still_ends_the_block() -> None:
+    """As for a tool (above): a SystemExit raised in a transport's own task group as
+    stop() cancels its stream is not dropped with the cancellation; it ends the
+    application's block."""
+    log: list[str] = []
+
+    class ExitingTransport:
+        async def stream(self, body: bytes) -> AsyncIterator[str]:
+            req = json.loads(body)
+            yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
+                              "runId": req["runId"]})  # fmt: skip
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_cleanup_fails, log, SystemExit(3))
+                await anyio.sleep_forever()
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            async with TrioDriver(ExitingTransport()) as driver:
+                chat = driver.chat()
+                chat.send("go")
+                await until(lambda: log == ["waiting"])  # the stream waits in its task group
+                chat.stop()  # leaving the block waits for the stream's task to end
+
+    with pytest.raises(BaseExceptionGroup) as caught:
+        trio.run(main)
+    assert caught.group_contains(SystemExit)
+    assert log == ["waiting", "failing"]
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_tool_that_finished_is_never_told_it_was_cancelled(kind: str) -> None:
     """ToolSignal tells a running tool it was cancelled: one that returned its result
@@ -1781,6 +1810,40 @@ def test_a_tool_that_finished_is_never_told_it_was_cancelled(kind: str) -> None:
             assert not signal.cancelled  # nor when the driver closes
 
     trio.run(main)
+
+
+def test_every_wait_gives_up_after_30_seconds_by_default() -> None:
+    """reference.md, AsyncResource: each wait's ``timeout`` is 30 s unless given."""
+
+    def hang(req: Request) -> list[Any]:
+        return [started(req), Hang()]
+
+    async def main() -> None:
+        with trio.fail_after(1000):
+            async with TrioDriver(ScriptedTransport(hang)) as driver:
+                chat = driver.chat()
+                chat.send("hello")
+                for wait in (chat.wait_idle, chat.wait_for_batch, chat.next_change):
+                    start = trio.current_time()
+                    with pytest.raises(TimeoutError, match="within 30 s"):
+                        await wait()
+                    assert trio.current_time() - start == pytest.approx(30)
+
+    run_mock(main)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_an_exception_in_the_block_comes_out_as_raised(backend: str) -> None:
+    """The driver's task group must not wrap the block's own exception in a group: an
+    application's ``except ValueError`` around the block still catches it."""
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport()) as driver:
+            driver.chat()
+            raise ValueError("mine")
+
+    with pytest.raises(ValueError, match="mine"):
+        anyio.run(main, backend=backend)
 
 
 def test_a_timer_fires_when_the_drivers_clock_says_it_is_due() -> None:
@@ -1833,3 +1896,60 @@ def test_a_back_off_of_no_time_stopped_as_it_starts_never_fires() -> None:
 
     run_mock(main)
     assert len(transport.requests) == 1
+
+
+def test_the_block_ends_cleanly_when_the_transport_makes_its_cancellation_an_error() -> None:
+    """A transport that answers the cancellation of its stream with an error of its own
+    (a client library's "connection closed", say): as the block is left, that error is
+    nobody's to hear (the driver has stopped), so it must not end the block."""
+    endings: list[str] = []
+
+    class Converting:
+        async def stream(self, body: bytes) -> AsyncIterator[str]:
+            req = json.loads(body)
+            yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
+                              "runId": req["runId"]})  # fmt: skip
+            try:
+                await anyio.sleep_forever()
+            except BaseException:
+                endings.append("cancelled")
+                raise OSError("connection closed") from None
+
+    async def main() -> None:
+        with trio.fail_after(10):
+            async with TrioDriver(Converting()) as driver:
+                chat = driver.chat()
+                chat.send("go")
+                while not (chat.core_state.run and chat.core_state.run.attempt.acked):
+                    await chat.next_change()
+            assert not chat.is_loading
+
+    run_mock(main)
+    assert endings == ["cancelled"]
+
+
+def test_waits_in_two_tasks_on_one_resource_both_end_with_the_run() -> None:
+    """Two tasks wait for the same run to end: its end wakes both at once (each wait
+    used to be able to replace the other's wake-up, which then waited out its timeout)."""
+    ended: list[tuple[str, float]] = []
+
+    def slow(req: Request) -> list[Any]:
+        return [started(req), text("m1", "hi"), Sleep(1), finished(req)]
+
+    async def main() -> None:
+        with trio.fail_after(100):
+            async with TrioDriver(ScriptedTransport(slow)) as driver:
+                chat = driver.chat()
+                chat.send("hello")
+
+                async def wait(name: str) -> None:
+                    await chat.wait_idle(timeout=60)
+                    ended.append((name, trio.current_time()))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(wait, "one")
+                    nursery.start_soon(wait, "other")
+                assert not chat.is_loading
+
+    run_mock(main)
+    assert sorted(ended) == [("one", pytest.approx(1.0)), ("other", pytest.approx(1.0))]
