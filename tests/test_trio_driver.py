@@ -1953,3 +1953,49 @@ def test_waits_in_two_tasks_on_one_resource_both_end_with_the_run() -> None:
 
     run_mock(main)
     assert sorted(ended) == [("one", pytest.approx(1.0)), ("other", pytest.approx(1.0))]
+
+
+class NoClose:
+    """A plain async iterator of frames, with no ``aclose`` (the protocol needs none)."""
+
+    def __init__(self, frames: list[str]) -> None:
+        self.frames = frames
+
+    def __aiter__(self) -> NoClose:
+        return self
+
+    async def __anext__(self) -> str:
+        await anyio.lowlevel.checkpoint()
+        if not self.frames:
+            raise StopAsyncIteration
+        return self.frames.pop(0)
+
+
+def test_a_stream_without_aclose_that_ends_early_reads_as_ending_early() -> None:
+    """Transport.stream returns an AsyncIterator, which needs no ``aclose``: one that
+    ends after RUN_STARTED is a stream that ended before RUN_FINISHED, not a retryable
+    failure to close it (a TypeError calling the missing ``aclose``)."""
+
+    class Plain:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def stream(self, body: bytes) -> AsyncIterator[str]:
+            self.calls += 1
+            req = json.loads(body)
+            ack = {"type": "RUN_STARTED", "threadId": req["threadId"], "runId": req["runId"]}
+            return NoClose([json.dumps(ack)])
+
+    transport = Plain()
+
+    async def main() -> None:
+        with trio.fail_after(60):
+            async with TrioDriver(transport) as driver:
+                chat = driver.chat()
+                chat.send("hello")
+                await chat.wait_idle(timeout=60)
+                assert chat.error is not None
+                assert "the stream ended before RUN_FINISHED" in str(chat.error)
+
+    run_mock(main)
+    assert transport.calls == 1
