@@ -1046,6 +1046,30 @@ def test_frames_in_the_same_read_as_one_over_the_limit_still_arrive() -> None:
     trio.run(main)
 
 
+def test_a_frame_over_the_limit_fails_at_once_not_at_the_next_read() -> None:
+    """The read that completes frames and then passes max_frame_bytes: its frames arrive,
+    then the error, without waiting on a stream that may send nothing more for minutes."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield FRAME + FRAME + b"data: " + b"x" * 2000 + b"\n\n"
+        await trio.sleep_forever()  # the endpoint keeps the stream open, silent
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
+
+    async def main() -> None:
+        got: list[str] = []
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/", client=client, max_frame_bytes=1000) as transport,
+        ):
+            with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
+                await _read_into(got, transport)
+        assert got == [FRAME_DATA, FRAME_DATA]
+
+    trio.run(main)
+
+
 def test_frames_in_the_same_read_as_a_damaged_gzip_end_still_arrive() -> None:
     """A gzip body sent in one read whose CRC at the end is wrong: its frames (a run's
     RUN_FINISHED among them) arrive, then the body is reported corrupt."""
