@@ -1529,6 +1529,32 @@ def test_R_J1_a_note_repeated_back_to_back_is_no_change_to_observe() -> None:
     assert chat.core_state is before and len(seen) == 1
 
 
+def test_R_J2_an_event_that_ends_no_chunk_stream_is_no_change_to_observe() -> None:
+    """AG-UI 1.0 (Closing a chunk stream): an event ends the chunk streams of its own lane
+    only; the parent agent's CUSTOM event while a subagent's text chunk stream is open
+    ends nothing and changes nothing, so observers are not called, and the chunk stream
+    goes on."""
+    chunk = {"messageId": "m1", "subagentRunId": "s1"}
+    driver, chat = chat_with(
+        succeed_held(
+            ev("TEXT_MESSAGE_CHUNK", **chunk, delta="Hi"),
+            ev("CUSTOM", name="ping", value=1),
+            ev("TEXT_MESSAGE_CHUNK", **chunk, delta=" there"),
+        )
+    )
+    start(chat, driver)
+    feed(driver, 2)  # RUN_STARTED, the first chunk
+    seen: list[Resource] = []
+    chat.subscribe(seen.append)
+    before = chat.core_state
+    feed(driver)  # CUSTOM
+    assert chat.core_state is before and seen == []
+    driver.release(2)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert chat.messages[-1] == AssistantMessage(id="m1", content="Hi there", subagent_run_id="s1")
+
+
 def test_R_J1_a_message_of_an_unknown_role_is_dropped_from_its_list_with_a_warning() -> None:
     """AG-UI 1.0 (Processing Model): an unrecognised union member inside a list "is
     dropped and the list survives", and a consumer "MUST NOT let a stripped property
