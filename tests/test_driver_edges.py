@@ -516,6 +516,36 @@ def test_R_H1_a_long_lived_fake_resource_leaves_no_notes_of_what_it_stopped() ->
     assert _books(driver) == books
 
 
+def test_R_H1_an_async_tool_that_stops_its_own_run_leaves_no_note_behind() -> None:
+    """An async local tool may call its resource's methods; one that calls ``stop()``
+    cancels itself while it runs. Its tool is no longer queued, so nothing is noted: a
+    chat doing this for hours keeps the driver's books the same size."""
+
+    def answer(req: Request) -> Any:
+        return reply(started(req), *tool_call(req.run_id, "halt", {}), finished(req))
+
+    async def halt(arguments: Any) -> str:
+        chat.stop()  # CancelTool of the tool now running
+        return "stopped"
+
+    agent = ScriptedAgent(answer)
+    driver = FakeDriver(agent)
+    chat = driver.chat(local_tools={"halt": halt})
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            chat.send("go")
+            driver.run_until_idle()
+            assert not chat.is_loading and chat.error is None
+            chat.set_messages([])
+            agent.requests.clear()
+
+    rounds(3)
+    books = _books(driver)
+    rounds(20)
+    assert _books(driver) == books
+
+
 def test_a_long_lived_fake_driver_forgets_the_resources_an_application_dropped() -> None:
     """A test helper or an SDK that makes a resource per request on one driver: each
     one's entry in the driver's books outlived it (the name it is known by)."""
