@@ -449,7 +449,8 @@ def test_a_request_reads_the_tool_results_it_carries() -> None:
 def test_cancelled_timers_leave_the_fake_drivers_heap() -> None:
     """Each answered batch with an expiry cancels its timer; the heap must not keep them
     all until their due time (a cost audit: every idle check read the whole heap, so
-    run_until_idle slowed with the number of batches a long test had answered)."""
+    run_until_idle slowed with the number of batches a long test had answered), nor the
+    note of which were cancelled grow with them."""
     far = "2099-01-01T00:00:00Z"
 
     def answer(req: Any) -> Any:
@@ -468,7 +469,7 @@ def test_cancelled_timers_leave_the_fake_drivers_heap() -> None:
         chat.resume(batch.id, [{"interrupt_id": "q", "status": "resolved", "payload": n}])
         driver.run_until_idle()
         assert driver.pending_timers() == []
-    assert len(driver._timers) <= 64
+    assert len(driver._timers) <= 64 and len(driver._cancelled_timers) <= 64
     assert len(driver.requests) == 600 and chat.error is None
 
 

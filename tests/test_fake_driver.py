@@ -164,6 +164,23 @@ def test_advance_fires_the_timers_that_fall_due_in_order_each_at_its_own_time() 
     assert driver.clock.now() == FAKE_EPOCH + 60 and driver.pending_timers() == []
 
 
+def test_advance_fires_a_live_timer_due_behind_a_cancelled_one() -> None:
+    """A timer that stop() cancelled stays out of the way: advancing past it and past a
+    live timer fires the live one, at its own time."""
+    driver = FakeDriver(ScriptedAgent().then(refuse(503), _asks("2027-01-01T00:00:30Z")))
+    retrying = driver.chat(Options(retry=RetryPolicy(max_attempts=3, jitter=0)))
+    retrying.send("hi")
+    driver.run_until_idle(follow_retries=False)
+    asking = driver.chat()
+    asking.send("hi")
+    driver.run_until_idle(follow_retries=False)
+    assert driver.pending_timers() == [(FAKE_EPOCH + 0.5, "retry"), (FAKE_EPOCH + 30, "expiry")]
+    retrying.stop()  # the retry's timer is cancelled, due first
+    driver.advance(60)
+    assert asking.is_expired and driver.pending_timers() == []
+    assert len(driver.requests) == 2  # and the cancelled retry never went out
+
+
 # -- held streams: release(count) ----------------------------------------------------------
 
 
