@@ -3,6 +3,7 @@ reference.md and the docstrings of ``interlude.adapters.fake`` promise."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -310,3 +311,24 @@ def test_release_leaves_a_stream_that_is_not_held_to_its_turn_in_the_queue() -> 
     for _ in range(6):
         assert driver.step()
     assert frames == ["free", "held"] * 3
+
+
+def test_a_raw_frame_may_be_any_str_a_subclass_too() -> None:
+    """BUG: script.py and reference.md: raw strings in a reply are sent as the frame's data
+    as they are. driver._frame_data has a branch for a str subclass (``isinstance(item,
+    str)``: an exact str never reaches it) that returns the instance itself, which
+    FrameReceived refuses: run_until_idle raises UsageError ("FrameReceived.data is one
+    SSE frame's data as text, not Frame") instead of delivering the line."""
+
+    class Frame(str):
+        pass
+
+    def script(req: Request) -> Any:
+        line = json.dumps({"type": "RUN_FINISHED", "threadId": req.thread_id, "runId": req.run_id})
+        return reply(Frame(json.dumps(started(req))), *text("a1", "Hi."), Frame(line))
+
+    driver = FakeDriver(ScriptedAgent(script))
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert chat.error is None and not chat.is_loading and chat.messages[-1].content == "Hi."
