@@ -23,7 +23,7 @@ from interlude.adapters.fake import (
     started,
     text,
 )
-from interlude.core import BatchExpiredError, Options, RetryPolicy, RunError
+from interlude.core import BatchExpiredError, Options, ProtocolError, RetryPolicy, RunError
 from interlude.core.json import MAX_INT_DIGITS, frozen_unchecked
 
 
@@ -277,6 +277,27 @@ def test_run_error_writes_its_code_only_when_given() -> None:
     chat.send("hi")
     driver.run_until_idle()
     assert isinstance(chat.error, RunError) and chat.error.code is None
+
+
+def test_an_interrupt_that_is_not_an_object_is_left_to_the_reader() -> None:
+    """The builders check the keys of an interrupt object only: a value that is not an
+    object goes into the event as given, for a test of the reader, which refuses the
+    run's outcome (a ProtocolError), rather than failing in the builder."""
+    probe = FakeDriver(ScriptedAgent(_hello))
+    probe.chat().send("hi")
+    probe.run_until_idle()
+    req = probe.requests[0]
+    event = interrupted(req, "not an object", 7)  # type: ignore[arg-type]
+    assert event["outcome"]["interrupts"] == ["not an object", 7]
+    outcome = finished(req, {"type": "interrupt", "interrupts": [None]})["outcome"]
+    assert outcome == {"type": "interrupt", "interrupts": [None]}
+    driver = FakeDriver(
+        ScriptedAgent(lambda req: reply(started(req), interrupted(req, "not an object")))  # type: ignore[arg-type]
+    )
+    chat = driver.chat()
+    chat.send("hi")
+    driver.run_until_idle()
+    assert isinstance(chat.error, ProtocolError) and chat.pending_interrupts is None
 
 
 def test_a_reply_is_built_with_keywords_only() -> None:
