@@ -335,11 +335,9 @@ def test_release_leaves_a_stream_that_is_not_held_to_its_turn_in_the_queue() -> 
 
 
 def test_a_raw_frame_may_be_any_str_a_subclass_too() -> None:
-    """BUG: script.py and reference.md: raw strings in a reply are sent as the frame's data
-    as they are. driver._frame_data has a branch for a str subclass (``isinstance(item,
-    str)``: an exact str never reaches it) that returns the instance itself, which
-    FrameReceived refuses: run_until_idle raises UsageError ("FrameReceived.data is one
-    SSE frame's data as text, not Frame") instead of delivering the line."""
+    """script.py and reference.md: raw strings in a reply are sent as the frame's data
+    as they are. A str subclass is sent as its text (it was handed on as the instance,
+    which FrameReceived refuses: run_until_idle raised UsageError)."""
 
     class Frame(str):
         pass

@@ -507,8 +507,8 @@ def _forget(keys: dict[int, tuple[weakref.ref[Resource], int]], address: int, re
 
 
 def _frame_data(item: Any) -> str:
-    if isinstance(item, str):
-        return item
+    if isinstance(item, str):  # a str subclass (an exact str never gets here): its text
+        return str.__str__(item)
     if isinstance(item, Mapping):
         return json.dumps(item)
     return dumps(encode_event(item))
