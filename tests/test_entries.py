@@ -190,3 +190,35 @@ def test_metadata_that_is_not_json_says_why() -> None:
     assert caught.value.problems == (
         "entry for 'a' has metadata that is not JSON (a set has no JSON form)",
     )
+
+
+UNPLACED: dict[str, tuple[object, ResumeProblem]] = {
+    "not a mapping": (None, ResumeProblem("entry 0 is a NoneType, not a mapping", None, 0)),
+    "no string id": (
+        {"interruptId": None, "status": "resolved"},
+        ResumeProblem("entry 0 has no string interrupt_id", None, 0),
+    ),
+    "two ids": (
+        {"interrupt_id": "a", "interruptId": "zz", "status": "resolved"},
+        ResumeProblem("entry 0 gives interrupt_id 'a' and interruptId 'zz'; give one", "a", 0),
+    ),
+    "an id of another batch": (
+        {"interrupt_id": "zz", "status": "resolved"},
+        ResumeProblem("entry for 'zz' names no interrupt of this batch", None, 0),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNPLACED)
+def test_an_entry_that_answers_nothing_does_not_stop_the_check_of_the_next(case: str) -> None:
+    """R-B2: every problem is listed, so a form shows all there is to fix at once: the
+    entries after one that cannot be placed are still checked and placed at theirs."""
+    entry, problem = UNPLACED[case]
+    _, chat, batch = paused_chat(ask("a"), ask("b"))
+    with pytest.raises(InvalidResumeError) as caught:
+        chat.resume(batch.id, [entry, {"interrupt_id": "b", "status": "done"}])
+    assert caught.value.details == (
+        problem,
+        ResumeProblem("entry for 'b' has a status other than 'resolved' or 'cancelled'", "b", 1),
+        ResumeProblem("no entry for 'a'", "a"),
+    )
