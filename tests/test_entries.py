@@ -222,3 +222,25 @@ def test_an_entry_that_answers_nothing_does_not_stop_the_check_of_the_next(case:
         ResumeProblem("entry for 'b' has a status other than 'resolved' or 'cancelled'", "b", 1),
         ResumeProblem("no entry for 'a'", "a"),
     )
+
+
+def test_unknown_keys_are_a_problem_placed_at_the_interrupt_the_entry_answers() -> None:
+    """R-B1, R-B2: an entry takes four keys; a typo (``paylod``) is not dropped in
+    silence. It is named at the interrupt the entry answers, else by the entry's position,
+    and the keys an entry takes are listed."""
+    _, chat, batch = paused_chat(ask("a"), ask("b"))
+    before = chat.core_state
+    entries = [
+        {"interrupt_id": "a", "status": "resolved", "note": "x"},
+        {"interrupt_id": "zz", "status": "resolved", "paylod": 1},
+    ]
+    with pytest.raises(InvalidResumeError) as caught:
+        chat.resume(batch.id, entries)
+    assert chat.core_state is before
+    takes = "(an entry takes interrupt_id, status, payload and metadata)"
+    assert caught.value.details == (
+        ResumeProblem(f"entry for 'a' has unknown keys ['note'] {takes}", "a", 0),
+        ResumeProblem(f"entry 1 has unknown keys ['paylod'] {takes}", None, 1),
+        ResumeProblem("entry for 'zz' names no interrupt of this batch", None, 1),
+        ResumeProblem("no entry for 'b'", "b"),
+    )
