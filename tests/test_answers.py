@@ -1007,6 +1007,15 @@ def test_rb3_schema_size_is_bounded_exactly() -> None:
     assert reason({"k" * 41: 1}, max_bytes=40) == "it holds over 40 characters (at /)"  # keys too
 
 
+def test_rb3_schema_size_counts_utf8_bytes_not_escapes() -> None:
+    """max_bytes is the UTF-8 size: 'é' is 2 bytes (not the 6 of '\\u00e9'), and a lone
+    surrogate, which JSON text may carry, is 3 bytes, measured rather than a crash."""
+    assert reason({"enum": ["é" * 13]}, max_bytes=40) is None  # 13 + 26 bytes
+    assert reason({"enum": ["é" * 14]}, max_bytes=40) == "it is 41 bytes as JSON, over 40"
+    assert reason({"enum": ["\ud800" * 9]}, max_bytes=40) is None  # 13 + 27 bytes
+    assert reason({"enum": ["\ud800" * 10]}, max_bytes=40) == "it is 43 bytes as JSON, over 40"
+
+
 def test_rb3_schema_node_count_is_bounded_exactly() -> None:
     """max_nodes counts every JSON value, containers included, and names where it ran out."""
     assert reason({"enum": list(range(8))}, max_nodes=10) is None  # 1 + 1 + 8
