@@ -1016,6 +1016,28 @@ def test_rb3_schema_size_counts_utf8_bytes_not_escapes() -> None:
     assert reason({"enum": ["\ud800" * 10]}, max_bytes=40) == "it is 43 bytes as JSON, over 40"
 
 
+def test_rb3_generated_checker_length_is_a_backstop_bounded_exactly() -> None:
+    """A schema within max_expanded_values whose generated checker is still long (a long
+    ``const`` is one value, repeated in the source) is refused before Python parses it:
+    at most 64 characters of source per allowed value, that many included."""
+    for length in range(5000, 5200):  # the source's length depends on fastjsonschema
+        schema = {"const": "x" * length}
+        over = reason(schema, max_expanded_values=1)
+        assert over is not None
+        estimate = int(over.split("about ")[1].split(" ")[0])
+        refused = reason(schema, max_expanded_values=estimate)
+        assert refused is not None and refused.startswith("its generated checker is ")
+        chars = int(refused.split()[-2])
+        assert refused == f"its generated checker is {chars} characters"
+        assert chars > 64 * estimate
+        if chars % 64 == 0:
+            break
+    else:
+        pytest.fail("no const length gives a checker of a multiple of 64 characters")
+    assert reason(schema, max_expanded_values=chars // 64) is None
+    assert reason(schema, max_expanded_values=chars // 64 - 1) == refused
+
+
 def test_rb3_schema_node_count_is_bounded_exactly() -> None:
     """max_nodes counts every JSON value, containers included, and names where it ran out."""
     assert reason({"enum": list(range(8))}, max_nodes=10) is None  # 1 + 1 + 8
