@@ -427,6 +427,17 @@ def test_rb3_keys_and_required_names_are_bounded_by_the_input_length() -> None:
     assert reason({"required": ["y" * 13]}, **SHORT) == "'required' at / holds 'yyyyyyyyyyyyy'"
 
 
+def test_rb3_an_overlong_required_name_is_refused_saying_why_without_quoting_it_whole() -> None:
+    """R-B3: the schema comes from the network; a ``required`` name over
+    max_pattern_input_length is refused as an overlong key is: the message names the
+    limit (what to raise, or why the schema is unusable) and does not carry the name in
+    full (up to max_bytes of text in an exception, a log line, a form's banner)."""
+    said = reason({"required": ["y" * 100_000]})
+    assert said is not None
+    assert "over 1000 characters" in said
+    assert len(said) < 500
+
+
 def test_rb3_check_answer_convenience() -> None:
     assert check_answer(APPROVAL, {"approved": True}).ok
     assert not check_answer(APPROVAL, {}).ok
