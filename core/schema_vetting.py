@@ -19,6 +19,7 @@ from fastjsonschema.draft06 import CodeGeneratorDraft06
 from fastjsonschema.draft07 import CodeGeneratorDraft07
 from fastjsonschema.draft2019 import CodeGeneratorDraft2019
 
+from .errors import quote
 from .regex_bounds import vet_regex
 from .schema_json import Tree
 from .schema_limits import SchemaLimits, SchemaRejectedError
@@ -100,8 +101,14 @@ def vet_schema(tree: Tree, limits: SchemaLimits) -> dict[str, int]:
         required = obj.get("required")
         if isinstance(required, list):
             for name in required:
-                if not isinstance(name, str) or len(name) > longest:
-                    raise SchemaRejectedError(f"'required' at {where} holds {name!r}")
+                if not isinstance(name, str):
+                    raise SchemaRejectedError(
+                        f"'required' at {where} holds {quote(name)}, not a property name"
+                    )
+                if len(name) > longest:  # said as for a key: the name itself may be huge
+                    raise SchemaRejectedError(
+                        f"a 'required' name at {where} is over {longest} characters"
+                    )
         step = obj.get("multipleOf")
         if isinstance(step, int | float) and not isinstance(step, bool) and step <= 0:
             raise SchemaRejectedError(f"multipleOf at {where} is {step}, not positive")

@@ -382,7 +382,7 @@ def test_rb3_booleans_that_are_schemas_or_data_are_not_numbers() -> None:
         ),
         ({"multipleOf": 0}, "multipleOf at / is 0, not positive"),
         ({"multipleOf": -1.5}, "multipleOf at / is -1.5, not positive"),
-        ({"required": [3]}, "'required' at / holds 3"),
+        ({"required": [3]}, "'required' at / holds 3, not a property name"),
         (  # fastjsonschema reads a pattern's $ as \Z, also in a class, where it is invalid
             {"pattern": "[$]"},
             "the pattern at / ('[\\\\Z]') is not a valid regular expression (bad escape \\Z "
@@ -424,18 +424,24 @@ def test_rb3_keys_and_required_names_are_bounded_by_the_input_length() -> None:
     assert reason({"properties": {"x" * 13: {}}}, **SHORT) == (
         "a key at /properties is over 12 characters"
     )
-    assert reason({"required": ["y" * 13]}, **SHORT) == "'required' at / holds 'yyyyyyyyyyyyy'"
+    assert reason({"required": ["y" * 13]}, **SHORT) == (
+        "a 'required' name at / is over 12 characters"
+    )
 
 
 def test_rb3_an_overlong_required_name_is_refused_saying_why_without_quoting_it_whole() -> None:
     """R-B3: the schema comes from the network; a ``required`` name over
     max_pattern_input_length is refused as an overlong key is: the message names the
     limit (what to raise, or why the schema is unusable) and does not carry the name in
-    full (up to max_bytes of text in an exception, a log line, a form's banner)."""
+    full (up to max_bytes of text in an exception, a log line, a form's banner). It was
+    quoted whole, with no reason."""
     said = reason({"required": ["y" * 100_000]})
     assert said is not None
     assert "over 1000 characters" in said
     assert len(said) < 500
+    said = reason({"required": [["y" * 1000] * 100]})  # not a name: quoted, bounded
+    assert said is not None and said.startswith("'required' at / holds [")
+    assert said.endswith(", not a property name") and len(said) < 500
 
 
 def test_rb3_check_answer_convenience() -> None:
