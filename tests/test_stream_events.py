@@ -620,41 +620,26 @@ def test_R_J2_a_snapshot_restating_a_streaming_message_without_content_lets_it_g
     assert [c.id for c in m1.tool_calls or ()] == ["c1"]
 
 
-def test_R_J2_a_snapshot_naming_an_id_the_history_holds_twice_leaves_one_message() -> None:
-    """R-J2: messages are reconciled by id: an application's history may hold two
-    messages of one id, and a MESSAGES_SNAPSHOT restating that id leaves one message of
-    it, at the first one's place, not two copies of the snapshot's."""
-    history = (UserMessage(id="d", content="one"), AssistantMessage(id="d", content="two"))
-    snapshot = [
-        {"id": "d", "role": "user", "content": "restated"},
-        {"id": "u1", "role": "user", "content": "Go"},
-    ]
-    chat = run_on(history, ev("MESSAGES_SNAPSHOT", messages=snapshot))
-    assert chat.error is None
-    assert list(chat.messages) == [
-        UserMessage(id="d", content="restated"),
-        UserMessage(id="u1", content="Go"),
-    ]
-
-
 @pytest.mark.parametrize(
     "history",
     [
+        (UserMessage(id="d", content="one"), AssistantMessage(id="d", content="two")),
         (
             UserMessage(id="d", content="one"),
             ActivityMessage(id="d", activity_type="P", content=FrozenDict()),
         ),
         (ReasoningMessage(id="d", content="one"), ReasoningMessage(id="d", content="two")),
     ],
-    ids=["an-activity-second", "reasoning-twice"],
+    ids=["user-and-assistant", "an-activity-second", "reasoning-twice"],
 )
-def test_R_J2_a_snapshot_naming_an_id_an_activity_or_reasoning_message_holds_drops_it(
+def test_R_J2_a_snapshot_naming_an_id_the_history_holds_twice_leaves_one_message(
     history: tuple[Message, ...],
 ) -> None:
-    """R-J2: a MESSAGES_SNAPSHOT without activity or reasoning messages keeps those of the
-    history it does not name, not those whose id it names: where the history holds the id
-    twice, the snapshot's message takes the first one's place and an activity or reasoning
-    message holding it again goes, leaving one message of that id."""
+    """R-J2: messages are reconciled by id: an application's history may hold two
+    messages of one id, and a MESSAGES_SNAPSHOT restating that id leaves one message of
+    it, at the first one's place, not two copies of the snapshot's. A snapshot without
+    activity or reasoning messages keeps those of the history it does not name, not those
+    whose id it names: an activity or reasoning message holding the id again goes too."""
     snapshot = [
         {"id": "d", "role": "user", "content": "restated"},
         {"id": "u1", "role": "user", "content": "Go"},
