@@ -22,6 +22,7 @@ from interlude.adapters.fake import (
     run_error,
     started,
     text,
+    tool_call,
 )
 from interlude.core import BatchExpiredError, Options, ProtocolError, RetryPolicy, RunError
 from interlude.core.json import MAX_INT_DIGITS, frozen_unchecked
@@ -351,3 +352,77 @@ def test_a_raw_frame_may_be_any_str_a_subclass_too() -> None:
     chat.send("hi")
     driver.run_until_idle()
     assert chat.error is None and not chat.is_loading and chat.messages[-1].content == "Hi."
+
+
+def _looking(req: Request) -> Any:
+    return reply(started(req), *tool_call(req.run_id, "look", {}), finished(req))
+
+
+def _at(case: str) -> FakeDriver:
+    """A driver stopped at the point ``case`` names, its next step ready or not."""
+    scripts: dict[str, Any] = {
+        "held": lambda req: held(started(req)),
+        "tool": _looking,
+        "refused": lambda req: refuse(503),
+    }
+    driver = FakeDriver(ScriptedAgent(scripts.get(case.split(":")[0], _hello)))
+    chat = driver.chat(
+        Options(retry=RetryPolicy(max_attempts=3, jitter=0, base_delay=5.0)),
+        local_tools={"look": lambda arguments: "seen"},
+    )
+    chat.send("go")
+    steps = {"send": 0, "stream": 1, "held": 1, "tool": 0, "refused": 1}[case.split(":")[0]]
+    for _ in range(steps):
+        assert driver.step()
+    if case.startswith("tool"):
+        while chat.core_state.tools is None and driver.step():
+            pass
+        assert driver.step()  # the stream's end: the tool is all that is queued
+    for then in case.split(":")[1:]:
+        if then == "stopped":
+            chat.stop()
+        elif then == "released":
+            driver.release(1)
+        elif then == "moved":
+            driver.clock.set(driver.clock.now() + 60.0)  # past the retry, without firing it
+        elif then == "due":
+            driver.clock.set(driver.pending_timers()[0][0])  # at the retry's very time
+        else:
+            assert then == "thread"
+            chat.set_thread_id(None)
+    return driver
+
+
+@pytest.mark.parametrize(
+    ("case", "follow_retries", "ready"),
+    [
+        ("send", True, True),
+        ("send:stopped", True, False),  # aborted before its turn
+        ("stream", True, True),
+        ("stream:stopped", True, False),  # its next event is never delivered
+        ("held", True, False),  # parked until release()
+        ("held:released", True, True),
+        ("tool", True, True),
+        ("tool:thread", True, False),  # cancelled before it runs
+        ("refused", True, True),  # the clock would move to the retry
+        ("refused", False, False),  # ...but not without follow_retries
+        ("refused:moved", False, True),  # a timer due now fires either way
+        ("refused:due", False, True),
+        ("refused:stopped", True, False),
+        ("refused:stopped:moved", True, False),  # a cancelled timer, due or not
+    ],
+)
+def test_run_until_idle_out_of_steps_raises_only_when_a_step_more_is_ready(
+    case: str, follow_retries: bool, ready: bool
+) -> None:
+    """reference.md: ``run_until_idle`` raises when ``max_steps`` steps are taken and a
+    step more is ready, and returns the count when none is: queued work that was stopped,
+    cancelled or parked is not a step, nor is a retry the caller does not follow."""
+    driver = _at(case)
+    pending = driver.pending_timers()
+    if ready:
+        with pytest.raises(AssertionError, match="not idle after 0 steps"):
+            driver.run_until_idle(max_steps=0, follow_retries=follow_retries)
+    else:
+        assert driver.run_until_idle(max_steps=0, follow_retries=follow_retries) == 0
+    assert driver.pending_timers() == pending  # that step is not taken either way
