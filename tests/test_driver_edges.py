@@ -662,6 +662,27 @@ def test_the_fake_driver_reads_a_tools_base_exception_as_the_trio_driver_does(
     assert result.startswith(f"Error: {says}")
 
 
+async def _exits_async(args: Any) -> str:
+    raise SystemExit(3)
+
+
+def test_an_async_tools_system_exit_leaves_the_fake_driver_as_it_ends_the_trio_driver() -> None:
+    """An async tool runs on the driver's own loop: its SystemExit is the program's, not
+    the tool's failure, so it leaves step() (under the TrioDriver it ends the block), where
+    a sync tool's is written as the tool's result (the case above)."""
+
+    def answer(req: Any) -> Any:
+        return reply(started(req), *tool_call("c1", "t", {}), finished(req))
+
+    driver = FakeDriver(ScriptedAgent(answer), tool_loop="asyncio")
+    chat = driver.chat(local_tools={"t": _exits_async})
+    chat.send("go")
+    with pytest.raises(SystemExit) as caught:
+        driver.run_until_idle()
+    assert caught.value.code == 3
+    assert len(driver.requests) == 1  # no tool message was sent as its result
+
+
 def test_live_timers_still_fire_in_order_after_the_heap_is_cleaned() -> None:
     """The cleaning of cancelled timers keeps the heap a heap: cancelled timers due
     sooner sit above live ones, and once they are taken out, each live timer still
