@@ -18,7 +18,7 @@ import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.lowlevel
 import httpx
@@ -157,6 +157,8 @@ async def collect(transport: HttpxTransport, request_body: bytes = b"{}") -> lis
         async with aclosing(transport.stream(request_body)) as frames:
             return [data async for data in frames]
 
+
+E = TypeVar("E", bound=BaseException)
 
 FRAME = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
 FRAME_DATA = '{"type":"RUN_STARTED","threadId":"t","runId":"r"}'
@@ -791,6 +793,29 @@ async def _mock_collect(handler: Callable[[httpx.Request], httpx.Response]) -> l
         return await collect(transport)
 
 
+def _failed_event_stream(
+    chunks: Callable[[], AsyncIterator[bytes]], failure: type[E], **options: Any
+) -> tuple[list[str], E]:
+    """The frames a 200 event stream of ``chunks`` delivered through an httpx.MockTransport
+    before it raised, and the ``failure`` it raised."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
+
+    got: list[str] = []
+
+    async def main() -> None:
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/", client=client, **options) as transport,
+        ):
+            await _read_into(got, transport)
+
+    with pytest.raises(failure) as caught:
+        trio.run(main)
+    return got, caught.value
+
+
 def test_an_error_body_is_read_in_the_charset_it_declares() -> None:
     """An error page in ISO-8859-1 reads as its author wrote it, not as broken UTF-8."""
 
@@ -1054,20 +1079,9 @@ def test_a_frame_over_the_limit_fails_at_once_not_at_the_next_read() -> None:
         yield FRAME + FRAME + b"data: " + b"x" * 2000 + b"\n\n"
         await trio.sleep_forever()  # the endpoint keeps the stream open, silent
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
-
-    async def main() -> None:
-        got: list[str] = []
-        async with (
-            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
-            HttpxTransport("http://agent.test/", client=client, max_frame_bytes=1000) as transport,
-        ):
-            with pytest.raises(ProtocolError, match="exceeds the limit of 1000 bytes"):
-                await _read_into(got, transport)
-        assert got == [FRAME_DATA, FRAME_DATA]
-
-    trio.run(main)
+    got, failure = _failed_event_stream(chunks, ProtocolError, max_frame_bytes=1000)
+    assert got == [FRAME_DATA, FRAME_DATA]
+    assert "exceeds the limit of 1000 bytes" in failure.message
 
 
 def test_frames_in_the_same_read_as_a_damaged_gzip_end_still_arrive() -> None:
@@ -1140,12 +1154,9 @@ def test_what_a_body_that_is_no_event_stream_kept_is_its_first_4_kib(
         for piece in pieces:
             yield piece
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
-
-    with pytest.raises(ProtocolError) as caught:
-        trio.run(_mock_collect, handler)
-    assert caught.value == ProtocolError(
+    got, failure = _failed_event_stream(chunks, ProtocolError)
+    assert got == []
+    assert failure == ProtocolError(
         "the stream ended in the middle of an event; what it sent is in the error's .body",
         retryable=True,
         body=kept,
@@ -1308,24 +1319,12 @@ def test_a_stream_broken_without_words_is_named_by_its_kind() -> None:
         yield FRAME
         raise httpx.RemoteProtocolError("")
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=chunks())
-
-    async def main() -> None:
-        got: list[str] = []
-        async with (
-            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
-            HttpxTransport("http://agent.test/", client=client) as transport,
-        ):
-            with pytest.raises(TransportError) as caught:
-                await _read_into(got, transport)
-        assert got == [FRAME_DATA]
-        assert caught.value.retryable
-        assert caught.value.message == (
-            "the connection to http://agent.test/ broke while streaming: RemoteProtocolError"
-        )
-
-    trio.run(main)
+    got, failure = _failed_event_stream(chunks, TransportError)
+    assert got == [FRAME_DATA]
+    assert failure.retryable
+    assert failure.message == (
+        "the connection to http://agent.test/ broke while streaming: RemoteProtocolError"
+    )
 
 
 def test_a_full_connection_pool_says_how_to_carry_more_streams() -> None:
