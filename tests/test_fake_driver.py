@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from rule_support import ask, at
 
 from interlude.adapters.fake import (
     FAKE_EPOCH,
@@ -84,6 +85,80 @@ def test_run_until_idle_returns_when_idle_after_exactly_max_steps() -> None:
     assert not chat.is_loading and chat.messages[-1].content == "Hello."
 
 
+def _looking(req: Request) -> Any:
+    return reply(started(req), *tool_call(req.run_id, "look", {}), finished(req))
+
+
+def _at(case: str) -> FakeDriver:
+    """A driver stopped at the point ``case`` names, its next step ready or not."""
+    scripts: dict[str, Any] = {
+        "held": lambda req: held(started(req)),
+        "tool": _looking,
+        "refused": lambda req: refuse(503),
+    }
+    driver = FakeDriver(ScriptedAgent(scripts.get(case.split(":")[0], _hello)))
+    chat = driver.chat(
+        Options(retry=RetryPolicy(max_attempts=3, jitter=0, base_delay=5.0)),
+        local_tools={"look": lambda arguments: "seen"},
+    )
+    chat.send("go")
+    steps = {"send": 0, "stream": 1, "held": 1, "tool": 0, "refused": 1}[case.split(":")[0]]
+    for _ in range(steps):
+        assert driver.step()
+    if case.startswith("tool"):
+        while chat.core_state.tools is None and driver.step():
+            pass
+        assert driver.step()  # the stream's end: the tool is all that is queued
+    for then in case.split(":")[1:]:
+        if then == "stopped":
+            chat.stop()
+        elif then == "released":
+            driver.release(1)
+        elif then == "moved":
+            driver.clock.set(driver.clock.now() + 60.0)  # past the retry, without firing it
+        elif then == "due":
+            driver.clock.set(driver.pending_timers()[0][0])  # at the retry's very time
+        else:
+            assert then == "thread"
+            chat.set_thread_id(None)
+    return driver
+
+
+@pytest.mark.parametrize(
+    ("case", "follow_retries", "ready"),
+    [
+        ("send", True, True),
+        ("send:stopped", True, False),  # aborted before its turn
+        ("stream", True, True),
+        ("stream:stopped", True, False),  # its next event is never delivered
+        ("held", True, False),  # parked until release()
+        ("held:released", True, True),
+        ("tool", True, True),
+        ("tool:thread", True, False),  # cancelled before it runs
+        ("refused", True, True),  # the clock would move to the retry
+        ("refused", False, False),  # ...but not without follow_retries
+        ("refused:moved", False, True),  # a timer due now fires either way
+        ("refused:due", False, True),
+        ("refused:stopped", True, False),
+        ("refused:stopped:moved", True, False),  # a cancelled timer, due or not
+    ],
+)
+def test_run_until_idle_out_of_steps_raises_only_when_a_step_more_is_ready(
+    case: str, follow_retries: bool, ready: bool
+) -> None:
+    """reference.md: ``run_until_idle`` raises when ``max_steps`` steps are taken and a
+    step more is ready, and returns the count when none is: queued work that was stopped,
+    cancelled or parked is not a step, nor is a retry the caller does not follow."""
+    driver = _at(case)
+    pending = driver.pending_timers()
+    if ready:
+        with pytest.raises(AssertionError, match="not idle after 0 steps"):
+            driver.run_until_idle(max_steps=0, follow_retries=follow_retries)
+    else:
+        assert driver.run_until_idle(max_steps=0, follow_retries=follow_retries) == 0
+    assert driver.pending_timers() == pending  # that step is not taken either way
+
+
 def test_run_until_idle_counts_each_retry_it_waits_for_as_one_step() -> None:
     """reference.md: it returns the steps taken, moving the clock to a pending retry when
     nothing else is ready: that move (the retry timer firing) is one step, as it is for a
@@ -115,9 +190,8 @@ def test_run_until_idle_counts_each_retry_it_waits_for_as_one_step() -> None:
 # -- the clock: advance, advance_to ------------------------------------------------------
 
 
-def _asks(expires_at: str) -> Any:
-    ask = {"id": "q", "reason": "input_required", "expiresAt": expires_at}
-    return lambda req: reply(started(req), interrupted(req, ask))
+def _asks(expires: str) -> Any:
+    return lambda req: reply(started(req), interrupted(req, ask("q", expires)))
 
 
 def test_advance_moves_the_clock_with_no_timer_to_fire() -> None:
@@ -140,9 +214,9 @@ def test_advance_fires_the_timers_that_fall_due_in_order_each_at_its_own_time() 
     at its due time, and timers due at the same moment fire in the order they were set."""
     driver = FakeDriver(
         ScriptedAgent().then(
-            _asks("2027-01-01T00:00:40Z"),
-            _asks("2027-01-01T00:00:20Z"),
-            _asks("2027-01-01T00:00:20Z"),
+            _asks(at(40)),
+            _asks(at(20)),
+            _asks(at(20)),
         )
     )
     fired: list[tuple[str, float]] = []
@@ -169,7 +243,7 @@ def test_advance_fires_the_timers_that_fall_due_in_order_each_at_its_own_time() 
 def test_advance_fires_a_live_timer_due_behind_a_cancelled_one() -> None:
     """A timer that stop() cancelled stays out of the way: advancing past it and past a
     live timer fires the live one, at its own time."""
-    driver = FakeDriver(ScriptedAgent().then(refuse(503), _asks("2027-01-01T00:00:30Z")))
+    driver = FakeDriver(ScriptedAgent().then(refuse(503), _asks(at(30))))
     retrying = driver.chat(Options(retry=RetryPolicy(max_attempts=3, jitter=0)))
     retrying.send("hi")
     driver.run_until_idle(follow_retries=False)
@@ -212,6 +286,31 @@ def test_release_lets_each_held_stream_deliver_count_more_events() -> None:
     assert not first.is_loading and not second.is_loading and first.error is None
 
 
+def test_release_leaves_a_stream_that_is_not_held_to_its_turn_in_the_queue() -> None:
+    """The queue is FIFO: two streams take turns, one event each per step. ``release()``
+    is for held streams: a stream not held keeps its turn and is not given a second, nor
+    is a held stream released twice before it steps."""
+    frames: list[str] = []
+
+    def script(req: Request) -> Any:
+        events = (started(req), *text("m", "abcd", chunks=4), finished(req))
+        return held(*events) if req.json["messages"][-1]["content"] == "held" else reply(*events)
+
+    driver = FakeDriver(ScriptedAgent(script))
+    free, parked = driver.chat(), driver.chat()
+    free.subscribe(lambda r: frames.append("free"))
+    parked.subscribe(lambda r: frames.append("held"))
+    free.send("free")
+    parked.send("held")
+    assert driver.step() and driver.step()  # both requests; the held stream waits
+    frames.clear()
+    driver.release(5)
+    driver.release(5)  # more for the same stream: still one turn
+    for _ in range(6):
+        assert driver.step()
+    assert frames == ["free", "held"] * 3
+
+
 # -- step(): what counts as one -------------------------------------------------------------
 
 
@@ -220,7 +319,7 @@ def test_a_send_withheld_at_the_last_check_is_one_step() -> None:
     clock set past the expiry and its timer not yet fired, the step that would send
     withholds the request and records the error: that is a step (``True``), and the
     expiry timer, now due, is the next one."""
-    driver = FakeDriver(ScriptedAgent().then(_asks("2027-01-01T00:00:30Z")))
+    driver = FakeDriver(ScriptedAgent().then(_asks(at(30))))
     chat = driver.chat()
     chat.send("hi")
     driver.run_until_idle()
@@ -310,31 +409,6 @@ def test_a_reply_is_built_with_keywords_only() -> None:
     assert Reply(events=("x",)).events == ("x",)
 
 
-def test_release_leaves_a_stream_that_is_not_held_to_its_turn_in_the_queue() -> None:
-    """The queue is FIFO: two streams take turns, one event each per step. ``release()``
-    is for held streams: a stream not held keeps its turn and is not given a second, nor
-    is a held stream released twice before it steps."""
-    frames: list[str] = []
-
-    def script(req: Request) -> Any:
-        events = (started(req), *text("m", "abcd", chunks=4), finished(req))
-        return held(*events) if req.json["messages"][-1]["content"] == "held" else reply(*events)
-
-    driver = FakeDriver(ScriptedAgent(script))
-    free, parked = driver.chat(), driver.chat()
-    free.subscribe(lambda r: frames.append("free"))
-    parked.subscribe(lambda r: frames.append("held"))
-    free.send("free")
-    parked.send("held")
-    assert driver.step() and driver.step()  # both requests; the held stream waits
-    frames.clear()
-    driver.release(5)
-    driver.release(5)  # more for the same stream: still one turn
-    for _ in range(6):
-        assert driver.step()
-    assert frames == ["free", "held"] * 3
-
-
 def test_a_raw_frame_may_be_any_str_a_subclass_too() -> None:
     """script.py and reference.md: raw strings in a reply are sent as the frame's data
     as they are. A str subclass is sent as its text (it was handed on as the instance,
@@ -352,77 +426,3 @@ def test_a_raw_frame_may_be_any_str_a_subclass_too() -> None:
     chat.send("hi")
     driver.run_until_idle()
     assert chat.error is None and not chat.is_loading and chat.messages[-1].content == "Hi."
-
-
-def _looking(req: Request) -> Any:
-    return reply(started(req), *tool_call(req.run_id, "look", {}), finished(req))
-
-
-def _at(case: str) -> FakeDriver:
-    """A driver stopped at the point ``case`` names, its next step ready or not."""
-    scripts: dict[str, Any] = {
-        "held": lambda req: held(started(req)),
-        "tool": _looking,
-        "refused": lambda req: refuse(503),
-    }
-    driver = FakeDriver(ScriptedAgent(scripts.get(case.split(":")[0], _hello)))
-    chat = driver.chat(
-        Options(retry=RetryPolicy(max_attempts=3, jitter=0, base_delay=5.0)),
-        local_tools={"look": lambda arguments: "seen"},
-    )
-    chat.send("go")
-    steps = {"send": 0, "stream": 1, "held": 1, "tool": 0, "refused": 1}[case.split(":")[0]]
-    for _ in range(steps):
-        assert driver.step()
-    if case.startswith("tool"):
-        while chat.core_state.tools is None and driver.step():
-            pass
-        assert driver.step()  # the stream's end: the tool is all that is queued
-    for then in case.split(":")[1:]:
-        if then == "stopped":
-            chat.stop()
-        elif then == "released":
-            driver.release(1)
-        elif then == "moved":
-            driver.clock.set(driver.clock.now() + 60.0)  # past the retry, without firing it
-        elif then == "due":
-            driver.clock.set(driver.pending_timers()[0][0])  # at the retry's very time
-        else:
-            assert then == "thread"
-            chat.set_thread_id(None)
-    return driver
-
-
-@pytest.mark.parametrize(
-    ("case", "follow_retries", "ready"),
-    [
-        ("send", True, True),
-        ("send:stopped", True, False),  # aborted before its turn
-        ("stream", True, True),
-        ("stream:stopped", True, False),  # its next event is never delivered
-        ("held", True, False),  # parked until release()
-        ("held:released", True, True),
-        ("tool", True, True),
-        ("tool:thread", True, False),  # cancelled before it runs
-        ("refused", True, True),  # the clock would move to the retry
-        ("refused", False, False),  # ...but not without follow_retries
-        ("refused:moved", False, True),  # a timer due now fires either way
-        ("refused:due", False, True),
-        ("refused:stopped", True, False),
-        ("refused:stopped:moved", True, False),  # a cancelled timer, due or not
-    ],
-)
-def test_run_until_idle_out_of_steps_raises_only_when_a_step_more_is_ready(
-    case: str, follow_retries: bool, ready: bool
-) -> None:
-    """reference.md: ``run_until_idle`` raises when ``max_steps`` steps are taken and a
-    step more is ready, and returns the count when none is: queued work that was stopped,
-    cancelled or parked is not a step, nor is a retry the caller does not follow."""
-    driver = _at(case)
-    pending = driver.pending_timers()
-    if ready:
-        with pytest.raises(AssertionError, match="not idle after 0 steps"):
-            driver.run_until_idle(max_steps=0, follow_retries=follow_retries)
-    else:
-        assert driver.run_until_idle(max_steps=0, follow_retries=follow_retries) == 0
-    assert driver.pending_timers() == pending  # that step is not taken either way
