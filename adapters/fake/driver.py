@@ -381,7 +381,9 @@ class FakeDriver(ResourceFactory[R]):
 
     def _ready(self) -> bool:
         """Whether ``step()`` would do something; it changes nothing. Mirrors the
-        refusals of ``_start``, ``_deliver`` and ``_run_tool`` and ``_fire_next``."""
+        refusals of ``_start``, ``_deliver``, ``_run_tool`` and ``_fire_next``, which
+        consume what they refuse (and ``_deliver`` runs for every event), so they do
+        not call this; test_fake_driver's out-of-steps cases hold the two together."""
         for kind, payload in self._actions:
             if kind == "deliver":
                 if not payload.closed and (not payload.reply.hold or payload.released > 0):
