@@ -135,6 +135,12 @@ def _flatten(steps: Sequence[Any]) -> list[Any]:
     return out
 
 
+def acknowledging(body: bytes) -> str:
+    """The RUN_STARTED frame's data that acknowledges the request ``body``."""
+    req = json.loads(body)
+    return json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"], "runId": req["runId"]})
+
+
 def _data(frame: Any) -> str:
     return frame if isinstance(frame, str) else json.dumps(frame)
 
@@ -978,11 +984,9 @@ def test_a_transport_raising_a_cancelled_error_of_its_own_fails_the_attempt() ->
         raw = await request_body(scope, receive, send)
         if raw is None:
             return
-        req = json.loads(raw)
-        ack = {"type": "RUN_STARTED", "threadId": req["threadId"], "runId": req["runId"]}
         headers = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        frame = b"data: " + json.dumps(ack).encode() + b"\n\n"
+        frame = b"data: " + acknowledging(raw).encode() + b"\n\n"
         await send({"type": "http.response.body", "body": frame, "more_body": False})
 
     after: list[str] = []
@@ -1533,9 +1537,7 @@ def test_a_task_group_whose_cleanup_fails_as_it_is_cancelled_never_crashes_the_d
 
     class GroupTransport:
         async def stream(self, body: bytes) -> AsyncIterator[str]:
-            req = json.loads(body)
-            yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
-                              "runId": req["runId"]})  # fmt: skip
+            yield acknowledging(body)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cleanup_fails, log)
                 await anyio.sleep_forever()
@@ -1756,9 +1758,7 @@ def test_a_stopped_transport_whose_cleanup_exits_still_ends_the_block() -> None:
 
     class ExitingTransport:
         async def stream(self, body: bytes) -> AsyncIterator[str]:
-            req = json.loads(body)
-            yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
-                              "runId": req["runId"]})  # fmt: skip
+            yield acknowledging(body)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_cleanup_fails, log, SystemExit(3))
                 await anyio.sleep_forever()
@@ -1906,9 +1906,7 @@ def test_the_block_ends_cleanly_when_the_transport_makes_its_cancellation_an_err
 
     class Converting:
         async def stream(self, body: bytes) -> AsyncIterator[str]:
-            req = json.loads(body)
-            yield json.dumps({"type": "RUN_STARTED", "threadId": req["threadId"],
-                              "runId": req["runId"]})  # fmt: skip
+            yield acknowledging(body)
             try:
                 await anyio.sleep_forever()
             except BaseException:
@@ -1982,9 +1980,7 @@ def test_a_stream_without_aclose_that_ends_early_reads_as_ending_early() -> None
 
         def stream(self, body: bytes) -> AsyncIterator[str]:
             self.calls += 1
-            req = json.loads(body)
-            ack = {"type": "RUN_STARTED", "threadId": req["threadId"], "runId": req["runId"]}
-            return NoClose([json.dumps(ack)])
+            return NoClose([acknowledging(body)])
 
     transport = Plain()
 
