@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import ResumeProblem, a_type, quote
+from .errors import ResumeProblem, a_type, listed, quote
 from .json import FrozenDict, NotJSONError, as_object, freeze
 from .state import Batch
 from .wire.run_input import ABSENT, ResumeEntry, ResumeStatus
@@ -47,6 +47,7 @@ def check_entries(
     wanted = [i.id for i in batch.interrupts]
     known = set(wanted)  # a batch from the network may hold many: no list scans
     seen: set[str] = set()
+    held = ""  # the batch's ids for a message, written once (a batch may hold many)
     for pos, raw in enumerate(raw_entries):
         fields = _fields(raw)
         if fields is None:
@@ -90,7 +91,12 @@ def check_entries(
             continue
         seen.add(iid)
         if iid not in known:
-            problems.append(ResumeProblem(f"{label} names no interrupt of this batch", entry=pos))
+            held = held or listed([*map(quote, wanted[:3]), *wanted[3:]])
+            problems.append(
+                ResumeProblem(
+                    f"{label} names no interrupt of this batch (it holds {held})", entry=pos
+                )
+            )
             continue
         if fields.get("status") == "cancelled":
             cancelled.add(iid)

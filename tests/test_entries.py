@@ -139,7 +139,9 @@ SKIPPED: dict[str, tuple[dict[str, Any], ResumeProblem]] = {
     ),
     "an id of another batch": (
         {"interrupt_id": "zzz", "status": "maybe", "payload": {1}},
-        ResumeProblem("entry for 'zzz' names no interrupt of this batch", None, 0),
+        ResumeProblem(
+            "entry for 'zzz' names no interrupt of this batch (it holds 'approve')", None, 0
+        ),
     ),
     "two ids": (
         {"interrupt_id": "approve", "interruptId": "other", "status": "maybe"},
@@ -159,6 +161,23 @@ def test_an_entry_that_answers_no_interrupt_of_the_batch_gets_one_problem(case: 
     with pytest.raises(InvalidResumeError) as caught:
         chat.resume(batch.id, [entry])
     assert caught.value.details == (problem, ResumeProblem("no entry for 'approve'", "approve"))
+
+
+def test_an_entry_of_another_batch_is_told_the_ids_this_one_holds_a_few_of_many() -> None:
+    """R-B2: the problem names what the entry could have answered, so a caller who mixed
+    up two batches sees it at once; a batch of many ids, or of long ones, is named in a
+    bounded message (the first three, each clipped, and how many more)."""
+    long_id = "x" * 500
+    _, chat, batch = paused_chat(ask(long_id), ask("b"), ask("c"), ask("d"), ask("e"))
+    entries = [{"interrupt_id": "zz", "status": "resolved"}, {"interrupt_id": "yy"}]
+    with pytest.raises(InvalidResumeError) as caught:
+        chat.resume(batch.id, entries)
+    clipped = repr("x" * 500)[:28] + "..." + repr("x" * 500)[-29:]  # reprlib: 60 characters
+    holds = f"(it holds {clipped}, 'b', 'c' and 2 more)"
+    assert caught.value.details[:2] == (
+        ResumeProblem(f"entry for 'zz' names no interrupt of this batch {holds}", None, 0),
+        ResumeProblem(f"entry for 'yy' names no interrupt of this batch {holds}", None, 1),
+    )
 
 
 def test_interrupt_id_and_interruptid_that_are_equal_strings_are_one_id() -> None:
@@ -204,7 +223,9 @@ UNPLACED: dict[str, tuple[object, ResumeProblem]] = {
     ),
     "an id of another batch": (
         {"interrupt_id": "zz", "status": "resolved"},
-        ResumeProblem("entry for 'zz' names no interrupt of this batch", None, 0),
+        ResumeProblem(
+            "entry for 'zz' names no interrupt of this batch (it holds 'a', 'b')", None, 0
+        ),
     ),
 }
 
@@ -241,6 +262,8 @@ def test_unknown_keys_are_a_problem_placed_at_the_interrupt_the_entry_answers() 
     assert caught.value.details == (
         ResumeProblem(f"entry for 'a' has unknown keys ['note'] {takes}", "a", 0),
         ResumeProblem(f"entry 1 has unknown keys ['paylod'] {takes}", None, 1),
-        ResumeProblem("entry for 'zz' names no interrupt of this batch", None, 1),
+        ResumeProblem(
+            "entry for 'zz' names no interrupt of this batch (it holds 'a', 'b')", None, 1
+        ),
         ResumeProblem("no entry for 'b'", "b"),
     )

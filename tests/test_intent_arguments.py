@@ -474,7 +474,9 @@ def test_resume_problems_are_placed_at_their_interrupts_for_a_form() -> None:
     assert error.details == (
         ResumeProblem("entry for 'a' has a status other than 'resolved' or 'cancelled'", "a", 0),
         ResumeProblem("entry for 'b' is cancelled and must not carry a payload", "b", 1),
-        ResumeProblem("entry for 'zzz' names no interrupt of this batch", None, 2),
+        ResumeProblem(
+            "entry for 'zzz' names no interrupt of this batch (it holds 'a', 'b', 'c')", None, 2
+        ),
         ResumeProblem("entry 3 is a str, not a mapping", None, 3),
         ResumeProblem("no entry for 'c'", "c", None),
     )
