@@ -146,8 +146,13 @@ def compile_answer_schema(
         )
     formats = format_checkers(generator, limits)
     source = generate(root, formats)
-    if len(source) > SOURCE_CHARS_PER_VALUE * limits.max_expanded_values:
-        raise SchemaRejectedError(f"its generated checker is {len(source)} characters")
+    cap = SOURCE_CHARS_PER_VALUE * limits.max_expanded_values
+    if len(source) > cap:
+        raise SchemaRejectedError(
+            f"its generated checker is {len(source)} characters, over {cap} "
+            f"({SOURCE_CHARS_PER_VALUE} per value of max_expanded_values="
+            f"{limits.max_expanded_values}; long constants or patterns make a long checker)"
+        )
     entry = load(source, limits)
     return AnswerValidator(entry, formats, draft, limits)
 

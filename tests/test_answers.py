@@ -1044,15 +1044,22 @@ def test_rb3_generated_checker_length_is_a_backstop_bounded_exactly() -> None:
         estimate = int(over.split("about ")[1].split(" ")[0])
         refused = reason(schema, max_expanded_values=estimate)
         assert refused is not None and refused.startswith("its generated checker is ")
-        chars = int(refused.split()[-2])
-        assert refused == f"its generated checker is {chars} characters"
+        chars = int(refused.split()[4])
+        assert refused == (
+            f"its generated checker is {chars} characters, over {64 * estimate} (64 per value "
+            f"of max_expanded_values={estimate}; long constants or patterns make a long checker)"
+        )
         assert chars > 64 * estimate
         if chars % 64 == 0:
             break
     else:
         pytest.fail("no const length gives a checker of a multiple of 64 characters")
     assert reason(schema, max_expanded_values=chars // 64) is None
-    assert reason(schema, max_expanded_values=chars // 64 - 1) == refused
+    below = chars // 64 - 1
+    assert reason(schema, max_expanded_values=below) == (
+        f"its generated checker is {chars} characters, over {64 * below} (64 per value "
+        f"of max_expanded_values={below}; long constants or patterns make a long checker)"
+    )
 
 
 def test_rb3_schema_node_count_is_bounded_exactly() -> None:
