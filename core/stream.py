@@ -212,9 +212,7 @@ def _call_metadata(s: Stream, tool_call_id: str, metadata: FrozenDict | None) ->
     return evolve(s, messages=s.messages.set(i, changed))
 
 
-def _reopen_text(
-    s: Stream, index: int, message: Message, owner: str | None, how: str = "was started again"
-) -> Stream:
+def _reopen_text(s: Stream, index: int, message: Message, owner: str | None) -> Stream:
     """AG-UI 1.0: a closed message is closed, not sealed. A START naming one in the
     history, this run's or an earlier run's, reopens it, its further content appending
     to what is there; its role and name as first established stand (an assistant
@@ -232,7 +230,7 @@ def _reopen_text(
     else:
         # A user message with parts (an image, say): appending text would replace them.
         raise StreamViolation(
-            f"message {message.id!r} {how}, but it holds content parts, "
+            f"message {message.id!r} was started again, but it holds content parts, "
             "not text, so text cannot be appended to it"
         )
     opened = OpenText(message.id, index, Rope(text), isinstance(had, ReasoningMessage), owner)
@@ -1020,9 +1018,9 @@ def _messages_snapshot(s: Stream, e: ev.MessagesSnapshot) -> Stream:
     for mid, reasoning, owner in was_open:
         i = _index_of(out, mid)
         if i is not None and _goes_on_in(out.messages[i], reasoning):
-            how = "was restated by a MESSAGES_SNAPSHOT while it streamed"
-            # Still the stream its START opened: the opener's owner stands.
-            out = _reopen_text(out, i, out.messages[i], owner, how)
+            # Still the stream its START opened: the opener's owner stands. (_goes_on_in
+            # has checked what _reopen_text refuses: it holds text of the same lane.)
+            out = _reopen_text(out, i, out.messages[i], owner)
         else:
             adrift.append(("reasoning" if reasoning else "text", mid, owner))
     for cid, owner in calls_open:
