@@ -1170,6 +1170,35 @@ def test_a_wait_whose_condition_comes_as_its_time_runs_out_never_times_out_when_
     run_mock(main)
 
 
+def test_a_change_committed_after_the_deadline_but_before_the_wait_wakes_is_returned() -> None:
+    """The same, in the one order that matters, made certain on asyncio (whose loop runs a
+    tick's due timers by due time, then the tasks they woke): the loop stalls past the
+    wait's deadline, so the deadline cancels the wait and, in the same tick before the
+    wait runs again, set_state commits a change. The wait finds its condition met as it
+    gives up and returns: a TimeoutError would say nothing changed, which is false."""
+    import asyncio
+
+    async def main() -> None:
+        async with TrioDriver(ScriptedTransport()) as driver:
+            chat: AsyncResource = driver.chat()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            changed_at: list[float] = []
+
+            def change() -> None:
+                changed_at.append(loop.time())
+                chat.set_state({"seen": True})
+
+            loop.call_at(start + 0.5, time.sleep, 0.5)  # the loop is busy past the deadline
+            loop.call_at(start + 0.9, change)  # due in the same tick, after the deadline
+            waiting_from = loop.time()
+            await chat.next_change(timeout=0.6)
+            assert changed_at[0] >= waiting_from + 0.6  # the deadline had passed
+            assert chat.state == {"seen": True}
+
+    anyio.run(main, backend="asyncio")
+
+
 # -- leaving the block: nothing new starts, nothing waits on --------------------------
 
 
