@@ -947,6 +947,22 @@ def test_malformed_events_raise_wire_error(obj: Any, pattern: str) -> None:
         decode_event(obj)
 
 
+def test_a_wire_error_holds_the_event_type_the_path_and_the_reason_apart() -> None:
+    """A driver reporting a bad frame can name its parts without parsing the message."""
+    with pytest.raises(WireError) as info:
+        decode_event({"type": "STATE_DELTA", "delta": [{"op": "add"}, "x"]})
+    err = info.value
+    assert (err.event_type, err.path, err.reason) == (
+        "STATE_DELTA",
+        "delta[1]",
+        "expected an object, got the string 'x'",
+    )
+    assert str(err) == f"malformed STATE_DELTA event: at delta[1]: {err.reason}"
+    with pytest.raises(WireError) as info:
+        decode_frame("[]")
+    assert (info.value.event_type, info.value.path) == (None, "")
+
+
 def test_error_messages_never_dump_huge_values() -> None:
     huge = "x" * 100_000
     for obj in (
@@ -1011,6 +1027,20 @@ def test_nesting_up_to_the_bound_is_accepted() -> None:
     depth = MAX_DEPTH - 1  # the snapshot sits one level inside the event object
     e = decode_frame('{"type":"STATE_SNAPSHOT","snapshot":' + "[" * depth + "]" * depth + "}")
     assert isinstance(e.snapshot, tuple)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("lead", ["", " "])  # the fast scanner, then the general decoder
+def test_a_frame_may_nest_256_levels_as_documented_and_no_more(lead: str) -> None:
+    """The reference documents MAX_DEPTH as 256: an agent may rely on exactly that."""
+    assert MAX_DEPTH == 256
+
+    def frame(levels: int) -> str:  # the event object is the first level
+        inner = levels - 1
+        return lead + '{"type":"STATE_SNAPSHOT","snapshot":' + "[" * inner + "]" * inner + "}"
+
+    assert isinstance(decode_frame(frame(256)).snapshot, tuple)  # type: ignore[union-attr]
+    with pytest.raises(WireError, match="nested deeper than 256 levels"):
+        decode_frame(frame(257))
 
 
 def test_deep_nesting_given_to_decode_event_is_a_wire_error() -> None:
