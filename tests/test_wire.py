@@ -977,6 +977,29 @@ def test_error_messages_never_dump_huge_values() -> None:
         assert len(str(info.value)) < 300, str(info.value)[:400]
 
 
+def test_an_error_quotes_a_string_of_up_to_60_characters_whole() -> None:
+    for n, shown in ((60, "'" + "x" * 60 + "'"), (61, "'" + "x" * 60 + "'… (61 chars)")):
+        with pytest.raises(WireError) as info:
+            decode_event({"type": "STATE_DELTA", "delta": "x" * n})
+        assert info.value.reason == f"expected an array of objects, got the string {shown}"
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "told"),
+    [
+        (False, "expected a number, got the boolean false"),
+        (True, "expected a number, got the boolean true"),
+        (2**53, "of zero, got the number '?9007199254740992'?"),
+        # 78 digits, but under 2**256: its digits are still worth showing (cut short)
+        (2**256 - 1, r"of zero, got the number '?11579208923\d+'?… \(78 chars\)"),
+        (2**256, "of zero, got a number of more than 77 digits"),
+    ],
+)
+def test_an_error_names_the_kind_of_value_it_refused(timestamp: Any, told: str) -> None:
+    with pytest.raises(WireError, match=f"at timestamp: .*{told}$"):
+        decode_event({"type": "STEP_STARTED", "stepName": "s", "timestamp": timestamp})
+
+
 @pytest.mark.parametrize(
     "text",
     [
