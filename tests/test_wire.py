@@ -985,6 +985,22 @@ def test_an_error_quotes_a_string_of_up_to_60_characters_whole() -> None:
 
 
 @pytest.mark.parametrize(
+    ("value", "told"),
+    [
+        (None, "null"),
+        ([], "an array of 0 items"),
+        (["m"], "an array of 1 item"),
+        (["m", "n"], "an array of 2 items"),
+        ({"id": "m"}, "an object"),
+    ],
+)
+def test_an_error_names_an_array_by_its_length_and_an_object_as_such(value: Any, told: str) -> None:
+    with pytest.raises(WireError) as info:
+        decode_event({"type": "TEXT_MESSAGE_CONTENT", "messageId": value, "delta": ""})
+    assert info.value.reason == f"expected a string, got {told}"
+
+
+@pytest.mark.parametrize(
     ("timestamp", "told"),
     [
         (False, "expected a number, got the boolean false"),
