@@ -1253,6 +1253,38 @@ def test_rfc3339_says_where_a_leap_second_may_fall() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tomorrow", "'tomorrow' is not an RFC 3339 date-time with a zone"),
+        (
+            "2030-01-01",
+            "'2030-01-01' is not an RFC 3339 date-time with a zone (a date alone names no instant)",
+        ),
+        (
+            "2030-01-01T00:00:00",
+            "'2030-01-01T00:00:00' is not an RFC 3339 date-time with a zone"
+            " (the zone, Z or ±hh:mm, is required)",
+        ),
+        (
+            "2030-01-01 00:00",
+            "'2030-01-01 00:00' is not an RFC 3339 date-time with a zone"
+            " (the zone, Z or ±hh:mm, is required)",
+        ),
+        (
+            "x" * 64,  # the longest input read, and so quoted whole
+            f"{'x' * 64!r} is not an RFC 3339 date-time with a zone",
+        ),
+    ],
+    ids=["garbage", "date alone", "no zone", "no zone nor seconds", "64 characters"],
+)
+def test_rfc3339_says_what_is_missing(text: str, message: str) -> None:
+    """R-A6: a date alone or a zoneless time is named as such; other text gets no hint."""
+    with pytest.raises(ValueError) as info:
+        parse_rfc3339(text)
+    assert str(info.value) == message
+
+
 def test_rfc3339_clamps_a_leap_second_into_the_minute_it_belongs_to() -> None:
     """The leap second is an instant after :59.999998 and before the next day began,
     so an expiry set to it passes neither early nor a second late."""
