@@ -992,6 +992,7 @@ def test_an_error_quotes_a_string_of_up_to_60_characters_whole() -> None:
         (["m"], "an array of 1 item"),
         (["m", "n"], "an array of 2 items"),
         ({"id": "m"}, "an object"),
+        (("m",), "a tuple"),  # decode_event given Python values, not parsed JSON
     ],
 )
 def test_an_error_names_an_array_by_its_length_and_an_object_as_such(value: Any, told: str) -> None:
