@@ -1001,6 +1001,17 @@ def test_an_error_names_an_array_by_its_length_and_an_object_as_such(value: Any,
     assert info.value.reason == f"expected a string, got {told}"
 
 
+@pytest.mark.parametrize(("value", "shown"), [(5, "5"), (1.5, "1.5"), (-0.0, "-0.0")])
+def test_an_error_shows_a_number_unquoted_so_it_cannot_pass_for_a_string(
+    value: Any, shown: str
+) -> None:
+    """'expected a string, got the number '5'' reads as if the agent had sent the
+    string "5": the number's digits are shown bare, a string's in quotes."""
+    with pytest.raises(WireError) as info:
+        decode_event({"type": "TEXT_MESSAGE_CONTENT", "messageId": value, "delta": ""})
+    assert info.value.reason == f"expected a string, got the number {shown}"
+
+
 @pytest.mark.parametrize(
     ("timestamp", "told"),
     [
