@@ -128,7 +128,10 @@ def _describe(v: object) -> str:
     if t is int and v.bit_length() > 256:  # type: ignore[attr-defined]
         return "a number of more than 77 digits"
     if t is int or t is float:
-        return f"the number {_short(repr(v), 30)}"
+        digits = repr(v)  # bare: quoted, it would read as the string the check refused
+        return (
+            f"the number {digits if len(digits) <= 30 else f'{digits[:30]}… ({len(digits)} chars)'}"
+        )
     if t is list:
         n = len(v)  # type: ignore[arg-type]
         return f"an array of {n} item{'' if n == 1 else 's'}"
