@@ -51,6 +51,7 @@ from interlude.core.wire import (
     left_out_note,
     read_frame,
 )
+from interlude.core.wire.codec import converter
 
 
 def fz(value: Any) -> Any:
@@ -240,6 +241,19 @@ def test_field_values_are_read_into_snake_case() -> None:
     assert decoded.message_id == "m1"  # type: ignore[union-attr]
     assert decoded.subagent_run_id == "sub-1"  # type: ignore[union-attr]
     assert decoded.raw_event == {"p": (1,)}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("event", reference_events(), ids=lambda e: e.type.value)
+def test_the_exported_converter_holds_every_event_class_wire_form(event: Any) -> None:
+    """The codec exports ``converter`` with every wire class's hooks registered: an
+    application structuring or unstructuring through it gets the camelCase wire form
+    that decode_frame and encode_event use, not cattrs' snake_case defaults."""
+    data = sse_data(event)
+    decoded = decode_frame(data)
+    assert converter.structure(json.loads(data), type(decoded)) == decoded
+    assert converter.unstructure(decoded) == {
+        k: v for k, v in encode_event(decoded).items() if k != "type"
+    }
 
 
 def test_run_finished_interrupt_outcome_reads_every_field() -> None:
