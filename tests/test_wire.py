@@ -812,6 +812,49 @@ def test_R_J1_what_a_reading_strips_is_named_by_its_path() -> None:
         assert read_frame(json.dumps(raw))[1] == (), raw
 
 
+def test_what_a_reading_strips_names_at_most_40_characters_of_a_name() -> None:
+    """A warning names what was stripped briefly: an agent's long key, role or type
+    shows its first 40 characters and its length, in every kind of note."""
+    name = "n" * 41
+    cut = f"{name[:40]!r}… (41 chars)"
+    snapshot = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {
+                "id": "u",
+                "role": "user",
+                name: 1,
+                "content": [
+                    {"type": "text", "text": "a", name: 1},
+                    {"type": name},
+                    {"type": "image", "source": {"type": name, "value": "v"}},
+                    {"type": "audio", "source": {"type": "url", "value": "v", name: 1}},
+                ],
+            },
+            {
+                "id": "a",
+                "role": "assistant",
+                "toolCalls": [
+                    {"id": "c", "type": name, "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"id": "x", "role": name},
+        ],
+    }
+    assert read_frame(json.dumps(snapshot))[1] == (
+        LeftOut(("messages", 0), f"member {cut}"),
+        LeftOut(("messages", 0, "content", 0), f"member {cut}"),
+        LeftOut(("messages", 0, "content", 1), f"a content part of type {cut}"),
+        LeftOut(("messages", 0, "content", 2), f"an image part with a source of type {cut}"),
+        LeftOut(("messages", 0, "content", 3, "source"), f"member {cut}"),
+        LeftOut(("messages", 1, "toolCalls", 0), f"a tool call of type {cut}"),
+        LeftOut(("messages", 2), f"a message of role {cut}"),
+    )
+    with pytest.raises(WireError) as info:
+        decode_message({"id": "x", "role": name})
+    assert str(info.value).endswith(f"defines no message of role {cut}")
+
+
 def test_optional_nulls_read_as_absent() -> None:
     """The older Python SDK wrote null for every unset optional field."""
     e = decode_event(
