@@ -1020,6 +1020,25 @@ def test_a_wire_error_holds_the_event_type_the_path_and_the_reason_apart() -> No
     assert (info.value.event_type, info.value.path) == (None, "")
 
 
+@pytest.mark.parametrize(
+    ("text", "got"),
+    [
+        ("{}", "none"),
+        ('{"type":null}', "null"),
+        ('{"type":["RUN_STARTED"]}', "an array of 1 item"),
+        ('{"type":{"RUN_STARTED":1}}', "an object"),
+        ('{"type":5}', "the number 5"),
+    ],
+)
+def test_a_frame_without_a_string_type_says_what_it_has(text: str, got: str) -> None:
+    """Through decode_frame too (its shortcut first), a frame whose type is missing, null or
+    not a string is a WireError saying which, never another exception (an array or an
+    object cannot even be looked up as a type)."""
+    with pytest.raises(WireError) as info:
+        decode_frame(text)
+    assert str(info.value) == f'an AG-UI event needs a string "type", got {got}'
+
+
 def test_error_messages_never_dump_huge_values() -> None:
     huge = "x" * 100_000
     for obj in (
@@ -1131,6 +1150,17 @@ def test_a_huge_integer_is_named_not_answered_with_pythons_advice(lead: str) -> 
     with pytest.raises(WireError, match="an integer of more than 4300 digits") as info:
         decode_frame(text)
     assert "set_int_max_str_digits" not in str(info.value)
+
+
+@pytest.mark.parametrize("lead", ["", " "])  # the fast scanner, then the general decoder
+def test_a_number_past_a_floats_range_is_named_by_its_first_40_characters(lead: str) -> None:
+    number = "1." + "2" * 60 + "e400"
+    with pytest.raises(WireError) as info:
+        decode_frame(lead + '{"type":"STATE_SNAPSHOT","snapshot":' + number + "}")
+    assert str(info.value) == (
+        f"the frame is not JSON we accept: the number {number[:40]} is past a float's range"
+        " (1.8e308)"
+    )
 
 
 def test_nesting_up_to_the_bound_is_accepted() -> None:
