@@ -558,6 +558,8 @@ def test_run_input_from_the_reference_sdk() -> None:
     assert inp.tools == () and inp.context == () and inp.resume is None
     assert inp.protocol_version is None  # absent stays absent
     assert len(inp.messages) == len(_messages())
+    # ... and is written back absent: a null protocolVersion "MUST be omitted".
+    assert "protocolVersion" not in encode_run_input(inp)
 
 
 @pytest.mark.parametrize(
@@ -853,6 +855,31 @@ def test_what_a_reading_strips_names_at_most_40_characters_of_a_name() -> None:
     with pytest.raises(WireError) as info:
         decode_message({"id": "x", "role": name})
     assert str(info.value).endswith(f"defines no message of role {cut}")
+
+
+@pytest.mark.parametrize("role", ["narrator", "", "User"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"type": "TEXT_MESSAGE_START", "messageId": "m"},
+        {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": "x"},
+    ],
+    ids=lambda raw: raw["type"],
+)
+def test_R_J1_an_events_role_ag_ui_does_not_define_is_stripped_and_named(
+    raw: dict[str, Any], role: str
+) -> None:
+    """An optional role outside AG-UI 1.0's closed set reads as absent, with a note,
+    for an event of the common shape (the shortcut's) as for any other."""
+    for frame in (raw, {**raw, "timestamp": 1}):
+        event, left = read_frame(json.dumps({**frame, "role": role}))
+        assert event == decode_event(frame)
+        assert left == (LeftOut(("role",), f"value {role!r}"),)
+    assert read_frame(json.dumps({**raw, "role": "user"})) == (
+        decode_event({**raw, "role": "user"}),
+        (),
+    )
+    assert decode_frame(json.dumps({**raw, "role": "user"})).role == "user"  # type: ignore[union-attr]
 
 
 def test_optional_nulls_read_as_absent() -> None:
@@ -1189,6 +1216,16 @@ def test_deep_nesting_given_to_decode_event_is_a_wire_error() -> None:
         deep = [deep]
     with pytest.raises(WireError):
         decode_event({"type": "STATE_SNAPSHOT", "snapshot": deep})
+
+
+def test_deep_nesting_given_to_decode_message_or_decode_run_input_is_a_wire_error() -> None:
+    deep: Any = 1
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(WireError, match=r"^the message is nested too deeply$"):
+        decode_message({"id": "u", "role": "user", "content": "x", "metadata": {"d": deep}})
+    with pytest.raises(WireError, match=r"^the run input is nested too deeply$"):
+        decode_run_input({"threadId": "t", "runId": "r", "state": deep})
 
 
 def test_frames_with_surrounding_whitespace_decode() -> None:
