@@ -1066,6 +1066,23 @@ def test_a_frame_without_a_string_type_says_what_it_has(text: str, got: str) -> 
     assert str(info.value) == f'an AG-UI event needs a string "type", got {got}'
 
 
+@pytest.mark.parametrize(
+    "cls",
+    [
+        c
+        for c in EVENT_TYPES
+        if any(a.default is attrs.NOTHING and a.name != "subagent_run_id" for a in attrs.fields(c))
+    ],
+    ids=lambda c: c.TYPE,
+)
+def test_an_event_of_only_its_optional_members_is_missing_its_required_ones(cls: Any) -> None:
+    """A frame with every member all events may carry, and none its type requires, is
+    malformed: never an event whose required fields hold nothing."""
+    optional = {"timestamp": 1, "rawEvent": {}, "metadata": {}, "subagentRunId": "s"}
+    with pytest.raises(WireError, match="missing required field"):
+        decode_frame(json.dumps({"type": cls.TYPE, **optional}))
+
+
 def test_error_messages_never_dump_huge_values() -> None:
     huge = "x" * 100_000
     for obj in (
