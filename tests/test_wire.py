@@ -992,6 +992,19 @@ def test_the_shortcut_for_common_events_decodes_like_the_general_path(
             "at timestamp",
         ),
         ({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": 3}, "TOOL_CALL_ARGS.*delta"),
+        (
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": "c",
+                "toolCallName": "n",
+                "parentMessageId": 5,
+            },
+            "at parentMessageId: expected a string, got the number '5'",
+        ),
+        (
+            {"type": "STEP_STARTED", "stepName": "s", "subagentRunId": True},
+            "at subagentRunId: expected a string, got the boolean true",
+        ),
         ({"type": "STATE_DELTA", "delta": {"op": "add"}}, "at delta: expected an array"),
         ({"type": "STATE_DELTA", "delta": [1]}, r"at delta\[0\]: expected an object"),
         ({"type": "STATE_DELTA"}, "missing required field 'delta'"),
@@ -1178,6 +1191,9 @@ def test_an_error_names_the_kind_of_value_it_refused(timestamp: Any, told: str) 
         + "}",
         "[]",
         "42",
+        # A whole event with anything before it is not one JSON value either.
+        'x{"type":"STEP_STARTED","stepName":"s"}',
+        '[{"type":"STEP_STARTED","stepName":"s"}',
     ],
     ids=lambda t: t[:40],
 )
@@ -1205,6 +1221,19 @@ def test_a_number_past_a_floats_range_is_named_by_its_first_40_characters(lead: 
         f"the frame is not JSON we accept: the number {number[:40]} is past a float's range"
         " (1.8e308)"
     )
+
+
+def test_text_that_is_not_json_is_named_by_the_json_decoders_reason() -> None:
+    with pytest.raises(WireError) as info:
+        decode_frame("nope")
+    assert str(info.value) == "the frame is not JSON: 'Expecting value: line 1 column 1 (char 0)'"
+
+
+def test_a_wide_frame_with_more_brackets_than_the_depth_bound_is_accepted() -> None:
+    """The bound is on depth, not on how many objects and arrays a frame holds."""
+    items = [{"n": [n]} for n in range(MAX_DEPTH)]
+    e = decode_frame(dumps({"type": "STATE_SNAPSHOT", "snapshot": {"items": items}}))
+    assert e.snapshot == fz({"items": items})  # type: ignore[union-attr]
 
 
 def test_nesting_up_to_the_bound_is_accepted() -> None:
