@@ -222,3 +222,10 @@ def test_encode_request_names_the_problem() -> None:
     inp = RunAgentInput(thread_id="t", run_id="r", state=frozen_unchecked({"n": HUGE}))
     with pytest.raises(WireError, match="the request cannot be written as JSON"):
         encode_request(inp)
+    # The reason is quoted, not just its length.
+    nan = RunAgentInput(thread_id="t", run_id="r", state=frozen_unchecked({"n": float("nan")}))
+    with pytest.raises(WireError) as info:
+        encode_request(nan)
+    assert str(info.value).startswith(
+        "the request cannot be written as JSON: 'Out of range float values are not JSON compliant"
+    )
