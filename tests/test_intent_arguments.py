@@ -230,6 +230,21 @@ def test_parts_in_your_own_messages_are_held_to_ag_ui_1_0_too() -> None:
     assert chat.messages[0].content == ({"type": "text", "text": "a"},)
 
 
+def test_parts_given_as_a_list_in_your_own_messages_are_held_to_ag_ui_1_0_too() -> None:
+    """A message built with its parts in a list (not a tuple) is taken as well, and sent:
+    a part AG-UI 1.0 does not define is refused there as in a tuple, not left out
+    without a word (only a tuple's parts were compared with what the codec kept)."""
+    driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
+    chat = driver.chat()
+    binary = {"type": "binary", "mimeType": "image/png", "url": "u"}
+    parts = [{"type": "text", "text": "a"}, binary]
+    with pytest.raises(UsageError, match=r"content part 1 at type: AG-UI 1\.0 defines no"):
+        chat.send(UserMessage(id="u1", content=parts))  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"item 0 \(user message 'u2'\): content part 1"):
+        chat.set_messages([UserMessage(id="u2", content=parts)])  # type: ignore[arg-type]
+    assert list(chat.messages) == [] and driver.requests == []
+
+
 def test_send_takes_a_user_message_and_keeps_its_id() -> None:
     """SPEC: send takes a text or a user message; content parts are frozen, as sent."""
     driver = FakeDriver(ScriptedAgent(lambda req: reply(started(req), finished(req))))
