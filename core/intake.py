@@ -144,9 +144,10 @@ def _canonical(m: Message, where: str) -> Message:
         why = _why(m, exc)
         raise UsageError(f"{where} ({m.role} message {mid!r}) cannot be sent: {why}") from None
     content = getattr(m, "content", None)
-    if isinstance(content, tuple) and content != canonical.content:
+    if content is not None and not isinstance(content, str) and content != canonical.content:
         # Parts the codec left out (what AG-UI 1.0 does not define): yours are refused,
-        # as send() refuses them, rather than lost without a word.
+        # as send() refuses them, rather than lost without a word. Parts in a list (never
+        # equal to the codec's tuple) are checked too; a list of defined parts passes.
         try:
             content_parts(content, strict=True)
         except WireError as exc:

@@ -243,6 +243,10 @@ def test_parts_given_as_a_list_in_your_own_messages_are_held_to_ag_ui_1_0_too() 
     with pytest.raises(UsageError, match=r"item 0 \(user message 'u2'\): content part 1"):
         chat.set_messages([UserMessage(id="u2", content=parts)])  # type: ignore[arg-type]
     assert list(chat.messages) == [] and driver.requests == []
+    defined = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    chat.send(UserMessage(id="u3", content=defined))  # type: ignore[arg-type]
+    driver.run_until_idle()
+    assert driver.requests[-1].json["messages"][0]["content"] == defined  # whole, as given
 
 
 def test_send_takes_a_user_message_and_keeps_its_id() -> None:
