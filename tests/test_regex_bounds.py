@@ -212,6 +212,8 @@ def test_rb3_a_huge_bound_is_reported_capped() -> None:
         ("[)]" + "(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("\\\\(" * 33 + ")" * 33, "nests groups more than 32 deep"),  # \\\\ is a backslash
+        ("(?:a" * 33 + ")" * 33, "nests groups more than 32 deep"),  # text between: still 33
+        ("((a)" + "(" * 32 + "b" + ")" * 33, "nests groups more than 32 deep"),  # (a) closes one
         ("(a|" * 21 + "b" + ")" * 21, "nests too deeply"),
         (repeated_branches(21), "nests too deeply"),
         ("(?=b|" * 21 + "a" + ")" * 21, "nests too deeply"),  # a lookahead is a level too
@@ -234,6 +236,7 @@ def test_rb3_regexes_the_model_cannot_bound_are_refused_with_a_reason(
         "^a{0,1000}",
         "^(?:a|a){10}",
         "(" * 32 + "a" + ")" * 32,
+        "(a)" + "(" * 32 + "b" + ")" * 32,  # a group closed before leaves no depth behind
         "\\(" * 40 + "a",  # escaped: literal parentheses, not groups
         "(a|" * 20 + "bb" + ")" * 20,  # 40 levels deep (an innermost a|b would be a class)
         repeated_branches(20),
