@@ -882,6 +882,37 @@ def test_R_J1_an_events_role_ag_ui_does_not_define_is_stripped_and_named(
     assert decode_frame(json.dumps({**raw, "role": "user"})).role == "user"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    ("frame", "where", "what"),
+    [
+        ({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "K"}, ("role",), "value"),
+        ({"type": "RUN_ERROR", "message": "m", "usage": [{"K": 1}]}, ("usage", 0), "member"),
+        (
+            {"type": "SUBAGENT_FINISHED", "subagentRunId": "s", "outcome": {"type": "K"}},
+            ("outcome",),
+            "an outcome of type",
+        ),
+        (
+            {
+                "type": "SUBAGENT_FINISHED",
+                "subagentRunId": "s",
+                "outcome": {"type": "success", "K": 1},
+            },
+            ("outcome",),
+            "member",
+        ),
+    ],
+)
+def test_R_J1_what_a_reading_strips_is_named_whole_up_to_40_characters(
+    frame: dict[str, Any], where: tuple[Any, ...], what: str
+) -> None:
+    """The warning quotes a stripped name or value whole up to 40 characters, and cuts a
+    longer one with its length (an agent's long keys stay readable in one line)."""
+    for n, shown in ((40, repr("k" * 40)), (41, repr("k" * 40) + "… (41 chars)")):
+        text = json.dumps(frame).replace('"K"', json.dumps("k" * n))
+        assert read_frame(text)[1] == (LeftOut(where, f"{what} {shown}"),)
+
+
 def test_optional_nulls_read_as_absent() -> None:
     """The older Python SDK wrote null for every unset optional field."""
     e = decode_event(
