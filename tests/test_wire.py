@@ -1334,6 +1334,18 @@ def test_decoded_json_is_deeply_frozen_like_freeze_parsed() -> None:
     assert isinstance(d.delta[0], FrozenDict) and isinstance(d.delta[0]["value"], tuple)
 
 
+def test_encode_event_hands_back_the_events_own_frozen_json_values() -> None:
+    """encode_event's JSON values are the frozen ones the event holds (as documented),
+    not copies into dicts and lists."""
+    e = decode_frame(
+        '{"type":"CUSTOM","name":"n","value":{"a":[1,{"b":2}]},"rawEvent":[1,[2]],"timestamp":5}'
+    )
+    out = encode_event(e)
+    assert out["value"] is e.value  # type: ignore[union-attr]
+    assert out["rawEvent"] is e.raw_event
+    assert isinstance(out["value"], FrozenDict) and isinstance(out["rawEvent"], tuple)
+
+
 @given(
     st.recursive(
         st.none()
