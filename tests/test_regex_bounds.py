@@ -89,6 +89,7 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^(?:a.|.b)?c", 18),  # 2 ways through the branches, times 2 for skipping them
         ("^(?:a|a){3}", 45),  # 'a(?:|)' repeated: ways double per repeat, 1+5+10+20 + 8
         ("^(?:a?){2}", 21),
+        ("^(?:\\b){3}", 24),  # an empty body: ways double per repeat, 1 + (1+2+4+8) + 8
         ("^(?:a|bc){1,3}", 21),
         ("^(?:ab)+a", 56),  # (ab)+ costs 3 + 3X and, followed by a, has X ways out
         ("^(?:ab)+c", 36),
