@@ -1030,7 +1030,7 @@ def test_the_shortcut_for_common_events_decodes_like_the_general_path(
                 "toolCallName": "n",
                 "parentMessageId": 5,
             },
-            "at parentMessageId: expected a string, got the number '5'",
+            "at parentMessageId: expected a string, got the number 5",
         ),
         (
             {"type": "STEP_STARTED", "stepName": "s", "subagentRunId": True},
