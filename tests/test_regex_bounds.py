@@ -77,6 +77,7 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^a{3}", 9),  # 3 * 2 + 1, one way
         ("^a{2,5}a", 20),  # cost 2 * 5 + 1, 4 ways out, a tried 4 times, 4 handed on
         ("^a{2,5}b", 14),
+        ("^a{1,2}a", 10),  # a spread of one: cost 2 * 2 + 1, 2 ways out, each tries a
         ("^a?a", 8),  # ? with a continuing follow: 2 ways
         ("^a?b", 6),
         ("^a{1,16}a", 66),  # a spread of 15 is a constant: 16 ways, cost 33
