@@ -155,4 +155,7 @@ def test_relative_links_resolve(page: str) -> None:
         target = match["target"].split("#", 1)[0]
         if not target or re.match(r"^[a-z]+:", target):
             continue
-        assert (path.parent / target).exists(), f"{page} links to missing {match['target']}"
+        resolved = (path.parent / target).resolve()
+        # Inside the repository: a clone anywhere (or a published page) has no ../shared.
+        assert resolved.is_relative_to(ROOT.resolve()), f"{page} links outside: {target}"
+        assert resolved.exists(), f"{page} links to missing {match['target']}"
