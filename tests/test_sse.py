@@ -235,8 +235,11 @@ def test_an_unterminated_frame_is_discarded_and_reported(stream: bytes) -> None:
     assert got == ([msg("a")] if stream.startswith(b"data: a\n\n") else [])
 
 
-@pytest.mark.parametrize("stream", [b"", b"data: a\n\n", b"data: a\n\n: bye\n", b"\n", b"\r"])
+@pytest.mark.parametrize(
+    "stream", [b"", b"data: a\n\n", b"data: a\n\n: bye\n", b"\n", b"\r", b"\xef\xbb\xbf"]
+)
 def test_a_clean_end_is_not_truncated(stream: bytes) -> None:
+    """A stream of only a BOM is empty, not cut: the BOM is whole, so nothing is held."""
     _, truncated = parse(stream)
     assert not truncated
 
