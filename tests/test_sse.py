@@ -111,6 +111,14 @@ def test_an_id_alone_still_sets_the_last_event_id() -> None:
     assert parser.last_event_id == "9"
 
 
+def test_a_star_import_gives_the_documented_names() -> None:
+    """reference.md: the parser, its frames and its default bound are the public names."""
+    namespace: dict[str, object] = {}
+    exec("from interlude.adapters.sse import *", namespace)
+    names = set(namespace) - {"__builtins__"}
+    assert names == {"DEFAULT_MAX_FRAME_BYTES", "SSEEvent", "SSEParser"}
+
+
 # -- line ends ------------------------------------------------------------------
 
 
