@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import tracemalloc
 
 import pytest
 from hypothesis import given
@@ -621,3 +622,17 @@ def test_a_huge_chunk_of_line_ends_is_parsed_in_bounded_slices() -> None:
     """A decompressed read can be megabytes of bare line ends; frames still come out."""
     chunk = b"\n" * (3 << 20) + b"data: after\n\n" + b"\r\n" * (1 << 20)
     assert events(chunk, b"data: end\n\n") == [msg("after"), msg("end")]
+
+
+def test_a_huge_chunk_of_line_ends_holds_one_slice_of_lines_at_a_time() -> None:
+    """3 MiB of bare line ends is 3 million lines: split whole, their list alone takes 24 MB;
+    split a 1 MiB slice at a time, a third of that (a gzip bomb's read stays bounded)."""
+    chunk = b"\n" * (3 << 20) + b"data: a\n\n"
+    parser = SSEParser()
+    tracemalloc.start()
+    try:
+        assert parser.feed(chunk) == [msg("a")]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
