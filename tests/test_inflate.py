@@ -199,3 +199,11 @@ def test_a_read_gives_out_all_it_decodes_before_the_next_read(
     assert b"".join(inflater.slices(body[:-check])) == data
     assert b"".join(inflater.slices(body[-check:])) == b""
     assert inflater.complete
+
+
+def test_a_star_import_gives_only_the_public_names() -> None:
+    """The decoder, its errors, its codings and its slice bound; not zlib or typing."""
+    namespace: dict[str, object] = {}
+    exec("from interlude.adapters.inflate import *", namespace)
+    names = set(namespace) - {"__builtins__"}
+    assert names == {"CODINGS", "SLICE", "CorruptBody", "Inflater", "coding_of"}
