@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import tracemalloc
 import zlib
 from collections.abc import Callable
 
@@ -59,6 +60,27 @@ def test_padding_or_garbage_after_the_end_is_ignored(
 ) -> None:
     """As gzip(1) and httpx do: a run whose events all arrived is not failed by padding."""
     assert inflate(coding, encode(DATA) + tail, 5) == DATA
+
+
+@pytest.mark.parametrize(
+    ("coding", "encode"), [("gzip", gzip.compress), ("deflate", zlib.compress)]
+)
+def test_reads_after_the_end_are_dropped_as_they_come(
+    coding: str, encode: Callable[[bytes], bytes]
+) -> None:
+    """The transport reads on until the server closes: padding sent after the end, however
+    much, is neither decoded nor kept, so it cannot grow memory read after read."""
+    inflater = Inflater(coding)
+    assert b"".join(inflater.slices(encode(DATA) + b"\0")) == DATA
+    tracemalloc.start()
+    try:
+        for _ in range(100):
+            assert list(inflater.slices(b"\0" * (64 << 10))) == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # 6.4 MB arrived
+    assert inflater.complete
 
 
 def test_a_deflate_body_is_one_stream_and_a_gzip_member_after_it_is_garbage() -> None:
