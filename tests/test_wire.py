@@ -1273,6 +1273,16 @@ def test_nesting_up_to_the_bound_is_accepted() -> None:
     assert isinstance(e.snapshot, tuple)  # type: ignore[union-attr]
 
 
+def test_nesting_up_to_the_bound_is_accepted_in_a_frame_with_more_brackets() -> None:
+    """The exact depth walk runs only past MAX_DEPTH brackets: there, too, a frame nesting
+    exactly MAX_DEPTH levels is read (one more is refused, above)."""
+    depth = MAX_DEPTH - 2  # inside the event object and the snapshot's outer array
+    text = '{"type":"STATE_SNAPSHOT","snapshot":[' + "[" * depth + "]" * depth + ",{}]}"
+    assert text.count("[") + text.count("{") > MAX_DEPTH
+    e = decode_frame(text)
+    assert e.snapshot[1] == fz({})  # type: ignore[union-attr,index]
+
+
 @pytest.mark.parametrize("lead", ["", " "])  # the fast scanner, then the general decoder
 def test_a_frame_may_nest_256_levels_as_documented_and_no_more(lead: str) -> None:
     """The reference documents MAX_DEPTH as 256: an agent may rely on exactly that."""
