@@ -47,7 +47,6 @@ def check_entries(
     wanted = [i.id for i in batch.interrupts]
     known = set(wanted)  # a batch from the network may hold many: no list scans
     seen: set[str] = set()
-    held = ""  # the batch's ids for a message, written once (a batch may hold many)
     for pos, raw in enumerate(raw_entries):
         fields = _fields(raw)
         if fields is None:
@@ -91,7 +90,7 @@ def check_entries(
             continue
         seen.add(iid)
         if iid not in known:
-            held = held or listed([*map(quote, wanted[:3]), *wanted[3:]])
+            held = listed(wanted, show=quote)
             problems.append(
                 ResumeProblem(
                     f"{label} names no interrupt of this batch (it holds {held})", entry=pos

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -55,11 +55,12 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     return f"{text[:head]} ... [{len(text) - head - tail:,} characters left out] ... {end}"
 
 
-def listed(names: Sequence[object], shown: int = 3) -> str:
-    """The first ``shown`` of ``names`` (as ``str`` gives them), comma-separated, and how
-    many more: a message names a few of many without growing with them."""
+def listed(names: Sequence[object], shown: int = 3, show: Callable[[object], str] = str) -> str:
+    """The first ``shown`` of ``names`` (as ``show`` gives them: ``quote`` for values from
+    the network), comma-separated, and how many more: a message names a few of many
+    without growing with them, nor showing more than it names."""
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(str(n) for n in names[:shown]) + more
+    return ", ".join(show(n) for n in names[:shown]) + more
 
 
 _QUOTE = reprlib.Repr()

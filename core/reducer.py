@@ -379,7 +379,7 @@ def _after_expiry(s: State) -> str:
 
 def _interrupts_named(ids: tuple[str, ...]) -> str:
     """``interrupt 'p'``, or ``interrupts 'p', 'q'`` (a few of many)."""
-    return f"interrupt{'' if len(ids) == 1 else 's'} {err.listed([err.quote(i) for i in ids])}"
+    return f"interrupt{'' if len(ids) == 1 else 's'} {err.listed(ids, show=err.quote)}"
 
 
 def _held_claim_expired(s: State, now: float) -> tuple[str, ...]:

@@ -112,8 +112,9 @@ def _format_path(path: tuple[str | int, ...]) -> str:
     return out
 
 
-def _short(text: str, limit: int = 60) -> str:
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text)} chars)"
+def _short(text: str, limit: int = 60, show: Callable[[str], str] = repr) -> str:
+    """``text`` as ``show`` gives it (quoted), or its first ``limit`` characters and its length."""
+    return show(text) if len(text) <= limit else f"{show(text[:limit])}… ({len(text)} chars)"
 
 
 def _describe(v: object) -> str:
@@ -128,10 +129,8 @@ def _describe(v: object) -> str:
     if t is int and v.bit_length() > 256:  # type: ignore[attr-defined]
         return "a number of more than 77 digits"
     if t is int or t is float:
-        digits = repr(v)  # bare: quoted, it would read as the string the check refused
-        return (
-            f"the number {digits if len(digits) <= 30 else f'{digits[:30]}… ({len(digits)} chars)'}"
-        )
+        # Bare: quoted, it would read as the string the check refused.
+        return f"the number {_short(repr(v), 30, str)}"
     if t is list:
         n = len(v)  # type: ignore[arg-type]
         return f"an array of {n} item{'' if n == 1 else 's'}"
