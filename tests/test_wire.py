@@ -1157,23 +1157,17 @@ def test_an_error_quotes_a_string_of_up_to_60_characters_whole() -> None:
         (["m", "n"], "an array of 2 items"),
         ({"id": "m"}, "an object"),
         (("m",), "a tuple"),  # decode_event given Python values, not parsed JSON
+        (5, "the number 5"),
+        (1.5, "the number 1.5"),
+        (-0.0, "the number -0.0"),
     ],
 )
-def test_an_error_names_an_array_by_its_length_and_an_object_as_such(value: Any, told: str) -> None:
+def test_an_error_names_the_kind_of_value_given_for_a_string(value: Any, told: str) -> None:
+    """An array by its length, an object as such, a number by its digits shown bare:
+    'got the number '5'' would read as if the agent had sent the string "5"."""
     with pytest.raises(WireError) as info:
         decode_event({"type": "TEXT_MESSAGE_CONTENT", "messageId": value, "delta": ""})
     assert info.value.reason == f"expected a string, got {told}"
-
-
-@pytest.mark.parametrize(("value", "shown"), [(5, "5"), (1.5, "1.5"), (-0.0, "-0.0")])
-def test_an_error_shows_a_number_unquoted_so_it_cannot_pass_for_a_string(
-    value: Any, shown: str
-) -> None:
-    """'expected a string, got the number '5'' reads as if the agent had sent the
-    string "5": the number's digits are shown bare, a string's in quotes."""
-    with pytest.raises(WireError) as info:
-        decode_event({"type": "TEXT_MESSAGE_CONTENT", "messageId": value, "delta": ""})
-    assert info.value.reason == f"expected a string, got the number {shown}"
 
 
 @pytest.mark.parametrize(
@@ -1267,22 +1261,6 @@ def test_a_wide_frame_with_more_brackets_than_the_depth_bound_is_accepted() -> N
     assert e.snapshot == fz({"items": items})  # type: ignore[union-attr]
 
 
-def test_nesting_up_to_the_bound_is_accepted() -> None:
-    depth = MAX_DEPTH - 1  # the snapshot sits one level inside the event object
-    e = decode_frame('{"type":"STATE_SNAPSHOT","snapshot":' + "[" * depth + "]" * depth + "}")
-    assert isinstance(e.snapshot, tuple)  # type: ignore[union-attr]
-
-
-def test_nesting_up_to_the_bound_is_accepted_in_a_frame_with_more_brackets() -> None:
-    """The exact depth walk runs only past MAX_DEPTH brackets: there, too, a frame nesting
-    exactly MAX_DEPTH levels is read (one more is refused, above)."""
-    depth = MAX_DEPTH - 2  # inside the event object and the snapshot's outer array
-    text = '{"type":"STATE_SNAPSHOT","snapshot":[' + "[" * depth + "]" * depth + ",{}]}"
-    assert text.count("[") + text.count("{") > MAX_DEPTH
-    e = decode_frame(text)
-    assert e.snapshot[1] == fz({})  # type: ignore[union-attr,index]
-
-
 @pytest.mark.parametrize("lead", ["", " "])  # the fast scanner, then the general decoder
 def test_a_frame_may_nest_256_levels_as_documented_and_no_more(lead: str) -> None:
     """The reference documents MAX_DEPTH as 256: an agent may rely on exactly that."""
@@ -1295,6 +1273,16 @@ def test_a_frame_may_nest_256_levels_as_documented_and_no_more(lead: str) -> Non
     assert isinstance(decode_frame(frame(256)).snapshot, tuple)  # type: ignore[union-attr]
     with pytest.raises(WireError, match="nested deeper than 256 levels"):
         decode_frame(frame(257))
+
+
+def test_nesting_up_to_the_bound_is_accepted_in_a_frame_with_more_brackets() -> None:
+    """The exact depth walk runs only past MAX_DEPTH brackets: there, too, a frame nesting
+    exactly MAX_DEPTH levels is read (one more is refused, above)."""
+    depth = MAX_DEPTH - 2  # inside the event object and the snapshot's outer array
+    text = '{"type":"STATE_SNAPSHOT","snapshot":[' + "[" * depth + "]" * depth + ",{}]}"
+    assert text.count("[") + text.count("{") > MAX_DEPTH
+    e = decode_frame(text)
+    assert e.snapshot[1] == fz({})  # type: ignore[union-attr,index]
 
 
 def test_deep_nesting_given_to_decode_event_is_a_wire_error() -> None:
