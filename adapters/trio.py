@@ -58,6 +58,10 @@ from .tools import LocalTool, ToolShape, ToolSignal, no_function
 
 __all__ = ["AsyncDriver", "AsyncResource", "LocalTool", "ToolSignal", "Transport", "TrioDriver"]
 
+_CLOSED = "the driver was closed"
+"""Why a resource still loading when the driver's block ends was stopped, as a
+cancelled tool call's result gives it."""
+
 
 class Transport(Protocol):
     """Sends one request body and yields the data of each SSE frame of the answer.
@@ -159,7 +163,9 @@ class TrioDriver(ResourceFactory["AsyncResource"]):
         resources = list(self._resources)
         for r in resources:
             if r.is_loading:
-                r.stop()  # still running here: the driver stops only below
+                # Still running here (the driver stops only below); a cancelled
+                # tool's result says the driver closed, not that stop() was called.
+                r.apply(i.Stop(_CLOSED))
         tg, self._tg = self._tg, None
         for r in resources:
             r._books.cancel_all()

@@ -58,6 +58,10 @@ class Send:
     message_id: str | None = None
 
 
+STOP_CALLED = "stop() was called"
+"""What a cancelled tool call's result names when the application called ``stop()``."""
+
+
 @attrs.frozen
 class SetMessages:
     """Replace the history; run if it ends with a user or tool message."""
@@ -72,7 +76,14 @@ class Reload:
 
 @attrs.frozen
 class Stop:
-    """End the run and any local tools in progress, keeping what was committed."""
+    """End the run and any local tools in progress, keeping what was committed.
+
+    ``why``: the cause a cancelled tool call's result gives ("Error: cancelled:
+    <why> before the tool returned"); a driver that stops its resources as it
+    closes says so rather than naming a ``stop()`` the application never called.
+    """
+
+    why: str = STOP_CALLED
 
 
 @attrs.frozen

@@ -46,6 +46,12 @@ def thread_id(value: object, verb: str) -> str | None:
     return value
 
 
+def stop_why(value: object) -> str:
+    if type(value) is not str or not value:
+        raise UsageError(f"Stop.why must be a non-empty string (got {_describe(value)})")
+    return value
+
+
 def message_id(value: object, verb: str) -> str | None:
     if value is not None and (type(value) is not str or not value):
         raise UsageError(f"{verb}: message_id must be a non-empty string (got {_describe(value)})")

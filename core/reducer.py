@@ -33,6 +33,7 @@ from .commands import (
 )
 from .entries import check_entries
 from .inputs import (
+    STOP_CALLED,
     AttemptFailed,
     Configure,
     EventReceived,
@@ -329,7 +330,7 @@ def _cancel_expiry_timer(tx: _Tx) -> None:
         tx.set(expiry_timer=None)
 
 
-def _interrupt(tx: _Tx, error: err.InterludeError | None) -> None:
+def _interrupt(tx: _Tx, error: err.InterludeError | None, why: str = STOP_CALLED) -> None:
     """A failure or a stop: where the interaction stands decides what follows.
 
     Before the resume's acknowledgement the claim is released and the same
@@ -337,7 +338,7 @@ def _interrupt(tx: _Tx, error: err.InterludeError | None) -> None:
     replayed: the resource needs a new thread (R-F5). Either way what was
     committed stays and what was only streamed is dropped (R-F6).
     """
-    _end_activity(tx, "stop() was called" if error is None else "the interaction failed")
+    _end_activity(tx, why if error is None else "the interaction failed")
     if tx.s.claim is not None:
         tx.set(claim=None, resuming=False)
     elif tx.s.resuming:
@@ -643,10 +644,11 @@ def _reload(s: State, i: Reload, now: float) -> Transition:
 
 
 def _stop(s: State, i: Stop, now: float) -> Transition:
+    intake.stop_why(i.why)
     if s.run is None and s.tools is None:
         return Transition(s)
     tx = _Tx(s)
-    _interrupt(tx, None)
+    _interrupt(tx, None, i.why)
     return tx.done()
 
 

@@ -1202,3 +1202,47 @@ def test_R_D5_a_call_held_by_the_first_message_of_the_history_runs(
     follow_up = driver.requests[1]
     assert [m["id"] for m in follow_up.json["messages"]][:2] == ["c1", "m1"]
     assert follow_up.tool_results == {"c1": "found"}
+
+
+def test_stop_names_the_cause_it_is_given_in_each_cancelled_tool_result() -> None:
+    """SPEC, Resources (stop): ``Stop(why)`` cancels the tools in progress, and each
+    cancelled call's result gives that cause; ``stop()`` gives "stop() was called". A
+    driver closing its resources says so rather than naming a stop() nobody called."""
+    for stop, cause in [
+        (lambda chat: chat.stop(), "stop() was called"),
+        (lambda chat: chat.apply(Stop("the host shut down")), "the host shut down"),
+    ]:
+        driver = RecordingDriver(
+            ScriptedAgent(
+                lambda req: reply(started(req), *tool_call("c1", "t", {}), finished(req))
+            ),
+            manual_tools=True,
+        )
+        chat = driver.chat(local_tools={"t": lambda args: "ok"})
+        chat.send("go")
+        driver.run_until_idle()
+        (run,) = driver.tool_runs
+        stop(chat)
+        assert driver.of(CancelTool) == [CancelTool(run.task)]
+        assert not chat.is_loading and chat.error is None
+        assert [m.content for m in chat.messages if isinstance(m, ToolMessage)] == [
+            f"Error: cancelled: {cause} before the tool returned "
+            "(it may have run in part, or not at all)"
+        ]
+
+
+@pytest.mark.parametrize("why", ["", 5, None])
+def test_stop_refuses_a_cause_that_is_not_a_non_empty_string(why: object) -> None:
+    """A Stop whose ``why`` is not text is refused before anything stops, even with
+    nothing in progress, and the state stays as it was."""
+    driver = RecordingDriver(
+        ScriptedAgent(lambda req: reply(started(req), *tool_call("c1", "t", {}), finished(req))),
+        manual_tools=True,
+    )
+    chat = driver.chat(local_tools={"t": lambda args: "ok"})
+    rejected(chat, UsageError, lambda: chat.apply(Stop(why)))  # type: ignore[arg-type]
+    chat.send("go")
+    driver.run_until_idle()
+    error = rejected(chat, UsageError, lambda: chat.apply(Stop(why)))  # type: ignore[arg-type]
+    assert str(error).startswith("Stop.why must be a non-empty string (got ")
+    assert chat.is_loading and driver.of(CancelTool) == []

@@ -734,6 +734,17 @@ def test_leaving_the_driver_cancels_a_hanging_stream_and_hanging_tools() -> None
             # Both were stopped on the way out: their state says so, not "loading" forever.
             assert not streaming.is_loading and not working.is_loading
             assert streaming.error is None and working.error is None
+            # Each cancelled call's result says the driver closed: the application
+            # called no stop().
+            results = [str(m.content) for m in working.messages if m.role == "tool"]
+            assert (
+                results
+                == [
+                    "Error: cancelled: the driver was closed before the tool returned "
+                    "(it may have run in part, or not at all)"
+                ]
+                * 2
+            )
             # The resources are frozen with the driver: input is refused, nothing changes.
             before = working.core_state
             with pytest.raises(RuntimeError, match="not running"):
