@@ -1246,3 +1246,27 @@ def test_stop_refuses_a_cause_that_is_not_a_non_empty_string(why: object) -> Non
     error = rejected(chat, UsageError, lambda: chat.apply(Stop(why)))  # type: ignore[arg-type]
     assert str(error).startswith("Stop.why must be a non-empty string (got ")
     assert chat.is_loading and driver.of(CancelTool) == []
+
+
+def test_R_D5_a_rounds_task_numbers_are_new_and_the_last_can_finish_first() -> None:
+    """R-D5 and the driver contract (every number goes back as it is): a round's task
+    numbers are drawn past every number issued before it, and reserved, so no attempt,
+    timer or task shares a number a driver keys its work by, and the round's last task
+    may report first."""
+    agent = ScriptedAgent(succeed()).then(
+        succeed(*tool_call("c1", "t", {"n": 1}), *tool_call("c2", "t", {"n": 2}))
+    )
+    driver = RecordingDriver(agent, manual_tools=True)
+    chat = driver.chat(local_tools={"t": lambda args: "ok"})
+    chat.send("go")
+    driver.run_until_idle()
+    first, second = driver.tool_runs
+    assert second.task == first.task + 1  # consecutive: a result finds its task by subtraction
+    chat.apply(ToolFinished(second.task, value="r2"))
+    chat.apply(ToolFinished(first.task, value="r1"))
+    driver.run_until_idle()
+    sent = [m for m in driver.requests[1].json["messages"] if m["role"] == "tool"]
+    assert [(m["toolCallId"], m["content"]) for m in sent] == [("c1", "r1"), ("c2", "r2")]
+    numbers = [c.attempt for c in driver.of(StartAttempt)] + [first.task, second.task]
+    assert len(numbers) == 4 and len(set(numbers)) == 4  # two attempts, two tasks
+    assert (chat.is_loading, chat.error) == (False, None)
