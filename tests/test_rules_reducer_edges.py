@@ -18,6 +18,7 @@ from interlude.adapters.fake import (
     interrupted,
     refuse,
     reply,
+    run_error,
     started,
     text,
     tool_call,
@@ -1270,3 +1271,30 @@ def test_R_D5_a_rounds_task_numbers_are_new_and_the_last_can_finish_first() -> N
     numbers = [c.attempt for c in driver.of(StartAttempt)] + [first.task, second.task]
     assert len(numbers) == 4 and len(set(numbers)) == 4  # two attempts, two tasks
     assert (chat.is_loading, chat.error) == (False, None)
+
+
+def test_R_J3_stop_during_a_tool_round_keeps_the_late_run_error_it_recorded() -> None:
+    """R-J3, R-F7: a late RUN_ERROR on the stream of a run that finished with local tools
+    still running is recorded as ``error``; stopping those tools afterwards cancels them
+    and leaves that error as it is (a stop records no error, nor clears one)."""
+    call = tool_call("c1", "t", {})
+
+    def answer(req: Any) -> Any:
+        return reply(started(req), *call, finished(req), run_error("late trouble"), hold=True)
+
+    driver = RecordingDriver(ScriptedAgent(answer), manual_tools=True)
+    chat = driver.chat(local_tools={"t": lambda args: "ok"})
+    chat.send("go")
+    assert driver.step()
+    driver.release(len(call) + 2)  # RUN_STARTED, the call, RUN_FINISHED: the tool starts
+    driver.run_until_idle()
+    (run,) = driver.tool_runs
+    assert chat.is_loading and chat.error is None
+    driver.release(1)  # the late RUN_ERROR
+    driver.run_until_idle()
+    late = chat.error
+    assert late is not None and "late trouble" in str(late)
+    assert chat.is_loading  # the tool still runs
+    chat.stop()
+    assert driver.of(CancelTool) == [CancelTool(run.task)]
+    assert not chat.is_loading and chat.error is late
