@@ -1298,3 +1298,41 @@ def test_R_J3_stop_during_a_tool_round_keeps_the_late_run_error_it_recorded() ->
     chat.stop()
     assert driver.of(CancelTool) == [CancelTool(run.task)]
     assert not chat.is_loading and chat.error is late
+
+
+def test_R_F3_a_second_claim_in_back_off_is_released_when_its_own_blocker_expires() -> None:
+    """R-F3, R-G3 under cancel_expired, on 'p', 'q' and 'r' (expiring at 5, 30 and 60 s):
+    a first resume cancels 'p' and 'q', fails, waits a back-off and is stopped, leaving
+    the expiry timer it set for 'r'. A second resume cancels only 'p'; it fails too, and
+    'q' expiring during its back-off releases it at 30 s, not at the 60 s timer the
+    first claim left."""
+    fail = TransportError.from_status(503, "")
+    options = Options(
+        expiry="cancel_expired", retry=RetryPolicy(jitter=0, base_delay=100, max_delay=100)
+    )
+    driver, chat, batch = paused_chat(
+        ask("p", expires=at(5)),
+        ask("q", expires=at(30)),
+        ask("r", expires=at(60)),
+        replies=[Reply(fail_before_send=fail), Reply(fail_before_send=fail)],
+        options=options,
+    )
+    driver.advance(6)  # 'p' expires
+    cancel = {"interrupt_id": "p", "status": "cancelled"}
+    answer_r = {"interrupt_id": "r", "status": "resolved", "payload": 1}
+    chat.resume(batch.id, [cancel, {"interrupt_id": "q", "status": "cancelled"}, answer_r])
+    driver.run_until_idle(follow_retries=False)  # the 503: a back-off of 100 s
+    assert chat.is_retrying and chat.is_resuming
+    assert [due - T0 for due, p in driver.pending_timers() if p == "expiry"] == [60]
+    chat.stop()  # before the acknowledgement: the claim is released (R-F4)
+    assert chat.core_state.claim is None and chat.pending_interrupts is batch
+    chat.resume(
+        batch.id, [cancel, {"interrupt_id": "q", "status": "resolved", "payload": 2}, answer_r]
+    )
+    driver.run_until_idle(follow_retries=False)
+    assert chat.is_retrying and chat.is_resuming
+    assert [due - T0 for due, p in driver.pending_timers() if p == "expiry"] == [30]
+    driver.advance(25)  # 'q' expires, long before the retry and before 'r'
+    assert (chat.is_resuming, chat.is_loading, chat.core_state.claim) == (False, False, None)
+    assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("q",)
+    assert chat.pending_interrupts is batch
