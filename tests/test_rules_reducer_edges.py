@@ -1336,3 +1336,19 @@ def test_R_F3_a_second_claim_in_back_off_is_released_when_its_own_blocker_expire
     assert (chat.is_resuming, chat.is_loading, chat.core_state.claim) == (False, False, None)
     assert isinstance(chat.error, BatchExpiredError) and chat.error.interrupt_ids == ("q",)
     assert chat.pending_interrupts is batch
+
+
+def test_send_and_set_messages_on_a_completion_are_usage_errors() -> None:
+    """SPEC, Resources: a completion takes its input through set_input; send() and
+    set_messages() on one are refused before anything runs, and say so."""
+    driver = RecordingDriver(ScriptedAgent(succeed()))
+    comp = driver.completion()
+    for verb, call in [
+        ("send", lambda: comp.send("hi")),
+        ("set_messages", lambda: comp.set_messages([UserMessage(id="u1", content="hi")])),
+    ]:
+        error = rejected(comp, UsageError, call)
+        assert str(error) == (
+            f"{verb} is for chat resources; a completion takes its input through set_input"
+        )
+    assert driver.commands == [] and not comp.is_loading
