@@ -1352,3 +1352,16 @@ def test_send_and_set_messages_on_a_completion_are_usage_errors() -> None:
             f"{verb} is for chat resources; a completion takes its input through set_input"
         )
     assert driver.commands == [] and not comp.is_loading
+
+
+def test_R_D3_new_input_while_a_resume_is_in_flight_says_the_batch_is_claimed() -> None:
+    """R-D3, R-C2: while a resume's claim is held, new input is refused with
+    InterruptPendingError saying the batch is claimed and to wait (is_resuming), not
+    that it awaits answers (resume() again would be refused as claimed)."""
+    driver, chat, batch = paused_chat(replies=[lambda req: held(started(req))])
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()  # the resume is sent, not acknowledged
+    assert chat.core_state.claim is not None
+    error = rejected(chat, InterruptPendingError, lambda: chat.send("more"))
+    assert f"batch {batch.id!r} is claimed by a resume in flight; wait for it" in str(error)
+    assert "waiting for answers" not in str(error)
