@@ -1365,3 +1365,19 @@ def test_R_D3_new_input_while_a_resume_is_in_flight_says_the_batch_is_claimed() 
     error = rejected(chat, InterruptPendingError, lambda: chat.send("more"))
     assert f"batch {batch.id!r} is claimed by a resume in flight; wait for it" in str(error)
     assert "waiting for answers" not in str(error)
+
+
+def test_R_F1_a_runs_first_attempt_is_number_1_and_its_retry_number_2() -> None:
+    """R-F1: the retry budget counts a run's attempts; the state's Attempt says which one
+    it is (1 for the first, as documented), and the retry that follows is number 2."""
+    t = step(initial_state(Options(retry=RetryPolicy(jitter=0)), thread_id="t1"), Send("hi"), 0.0)
+    (start,) = t.commands
+    assert isinstance(start, StartAttempt)
+    run = t.state.run
+    assert run is not None and run.attempt is not None and run.attempt.number == 1
+    s = step(t.state, SendStarting(start.attempt), 0.0).state
+    s = step(s, AttemptFailed(start.attempt, TransportError("x", retryable=True)), 0.0).state
+    assert s.run is not None and s.run.retry_timer is not None
+    s = step(s, TimerFired(s.run.retry_timer), 100.0).state
+    assert s.run is not None and s.run.attempt is not None
+    assert (s.run.attempt.number, s.run.attempts) == (2, 2)
