@@ -27,6 +27,7 @@ from interlude.core import (
     AbortAttempt,
     AttemptFailed,
     Batch,
+    CancelTimer,
     CancelTool,
     EventReceived,
     FrameReceived,
@@ -35,6 +36,7 @@ from interlude.core import (
     Send,
     SendStarting,
     StartAttempt,
+    StartTimer,
     Stop,
     TimerFired,
     ToolError,
@@ -1381,3 +1383,15 @@ def test_R_F1_a_runs_first_attempt_is_number_1_and_its_retry_number_2() -> None:
     s = step(s, TimerFired(s.run.retry_timer), 100.0).state
     assert s.run is not None and s.run.attempt is not None
     assert (s.run.attempt.number, s.run.attempts) == (2, 2)
+
+
+def test_R_C3_R_H1_no_timer_set_means_no_cancel_timer_at_the_ack_or_a_thread_change() -> None:
+    """R-C3, R-H1: a batch without an expiry has no expiry timer; its resume's
+    acknowledgement and a later thread change cancel none, so a driver never gets a
+    CancelTimer for a timer it was not given (every command's number is one it got)."""
+    driver, chat, batch = paused_chat(replies=[succeed()])
+    chat.resume(batch.id, [{"interrupt_id": "approve", "status": "resolved", "payload": 1}])
+    driver.run_until_idle()
+    assert chat.pending_interrupts is None and chat.error is None
+    chat.set_thread_id("t-2")
+    assert driver.of(StartTimer) == [] and driver.of(CancelTimer) == []
