@@ -459,7 +459,17 @@ def test_the_seed_is_the_policys_or_else_derived_from_the_id_prefix() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["answers", "entries", "inputs", "intake", "options", "regex_bounds", "rfc3339", "selectors"],
+    [
+        "answers",
+        "entries",
+        "inputs",
+        "intake",
+        "options",
+        "reducer",
+        "regex_bounds",
+        "rfc3339",
+        "selectors",
+    ],
     ids=str,
 )
 def test_a_star_import_gives_every_name_a_module_lists(module: str) -> None:
