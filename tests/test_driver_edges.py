@@ -354,6 +354,9 @@ def test_R_F1_a_retry_after_beyond_the_policy_ends_the_run_with_the_error() -> N
 
 
 def test_R_J5_warnings_keep_only_the_newest() -> None:
+    """reference.md (``warnings``): the newest 20 notes are kept, no more."""
+    assert MAX_WARNINGS == 20  # the documented number
+
     def answer(req: Request) -> Any:
         return reply(started(req), text("m", "ok"), finished(req, {"type": "someday"}))
 
