@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, NoReturn, TypeAlias, overload
+from typing import Any, NoReturn, Self, TypeAlias, overload
 
 from .errors import a_type
 from .pmap import PMap
@@ -51,11 +51,16 @@ class FrozenDict(dict[str, "JSON"]):
 
     __slots__ = ("_hash",)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if len(self):
-            self._readonly()
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        fd = _new(cls)
         if args or kwargs:
-            _dict_init(self, freeze(dict(*args, **kwargs)))
+            _dict_init(fd, freeze(dict(*args, **kwargs)))
+        return fd
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The members are set in __new__, so that calling __init__ again on a built
+        # object (even an empty one) cannot fill or change it: dict.__init__ would.
+        pass
 
     def _readonly(self, *_: object, **__: object) -> NoReturn:
         raise TypeError(
