@@ -50,17 +50,22 @@ class FrozenDict(dict[str, "JSON"]):
     """
 
     __slots__ = ("_hash",)
+    _hash: int
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         fd = _new(cls)
         if args or kwargs:
             _dict_init(fd, freeze(dict(*args, **kwargs)))
+        fd._hash = _FRESH
         return fd
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # The members are set in __new__, so that calling __init__ again on a built
-        # object (even an empty one) cannot fill or change it: dict.__init__ would.
-        pass
+        # The members are set in __new__. The one __init__ call that follows it finds
+        # the _FRESH mark; any later call (which dict.__init__ would let fill even an
+        # empty object) is refused.
+        if getattr(self, "_hash", None) is not _FRESH:
+            self._readonly()
+        del self._hash
 
     def _readonly(self, *_: object, **__: object) -> NoReturn:
         raise TypeError(
@@ -79,7 +84,7 @@ class FrozenDict(dict[str, "JSON"]):
 
     def __hash__(self) -> int:  # type: ignore[override]
         h: int | None = getattr(self, "_hash", None)
-        if h is None:
+        if h is None or h is _FRESH:
             h = hash(frozenset(self.items()))
             object.__setattr__(self, "_hash", h)
         return h
@@ -114,6 +119,7 @@ class FrozenDict(dict[str, "JSON"]):
 
 
 _new = dict.__new__
+_FRESH: Any = object()  # FrozenDict._hash between __new__ and the __init__ after it
 _dict_init = dict.__init__
 _dict_set = dict.__setitem__
 _dict_del = dict.__delitem__

@@ -212,17 +212,20 @@ def test_a_frozen_dict_refuses_every_change_in_place(
     assert frozen == {"a": 1}
 
 
-def test_calling_init_again_does_not_fill_or_change_a_frozen_dict() -> None:
+def test_calling_init_again_on_a_frozen_dict_is_refused_and_changes_nothing() -> None:
     """R-D1: ``dict.__init__`` fills the dict it is called on; a built FrozenDict, even an
-    empty one whose hash was taken, keeps what it was built with."""
+    empty one whose hash was taken, or one interlude built itself, refuses and keeps
+    what it was built with."""
     empty = FrozenDict()
     before = hash(empty)
-    empty.__init__({"a": 1})  # type: ignore[misc]
-    assert empty == {} and hash(empty) == before
     full = FrozenDict({"a": [1]}, b=2)
-    full.__init__({"a": 5}, c=3)  # type: ignore[misc]
-    full.__init__()  # type: ignore[misc]
-    assert full == {"a": (1,), "b": 2} and type(full["a"]) is tuple
+    inner = freeze({"c": {}})["c"]
+    for made, members in [(empty, {}), (full, {"a": (1,), "b": 2}), (inner, {})]:
+        for call in ({"a": 1}, {}):
+            with pytest.raises(TypeError, match="read-only"):
+                made.__init__(call)  # type: ignore[misc]
+        assert made == members
+    assert hash(empty) == before and hash(FrozenDict()) == before
 
 
 def test_a_frozen_dict_set_and_without_leave_the_original_as_it_was() -> None:
