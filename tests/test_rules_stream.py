@@ -3436,6 +3436,22 @@ def test_R_J2_a_tool_call_a_snapshot_drops_while_it_streams_is_not_run() -> None
     assert chat.warnings == (ADRIFT_NOTE.format("tool call 'c1'"),)
 
 
+def test_R_J2_a_snapshot_that_empties_the_history_drops_the_calls_the_run_made() -> None:
+    """MESSAGES_SNAPSHOT with no messages: the call the run made and closed is gone with
+    the rest, so the run settles with an empty history and no local tool runs (R-D5).
+    Looking for the call in an empty history must find nothing, not fail the step."""
+    calls: list[Any] = []
+    driver, chat = chat_with(
+        succeed(*tool_call("c1", "lookup", {"q": 1}), ev("MESSAGES_SNAPSHOT", messages=[])),
+        local_tools={"lookup": recorder(calls, "found")},
+    )
+    start(chat, driver)
+    driver.run_until_idle()
+    assert_idle_ok(chat)
+    assert list(chat.messages) == []
+    assert calls == [] and len(driver.requests) == 1
+
+
 def test_R_J2_a_snapshot_restating_a_streaming_message_as_one_it_cannot_continue() -> None:
     """A restatement the stream cannot go on in sets it adrift too: a user message with
     content parts (text appended would replace them), or a message of the other lane (a
