@@ -1115,7 +1115,8 @@ def _known_calls(messages: PVec[Message], ids: set[str]) -> tuple[set[str], set[
 
 
 def _calls_by_id(stream: Stream) -> dict[str, tuple[str, str]]:
-    """``tool_call_id -> (name, arguments)`` for the calls this run started."""
+    """``tool_call_id -> (name, arguments)`` for the calls this run started: the last
+    statement of each in the history (a MESSAGES_SNAPSHOT may hold one id twice)."""
     wanted = set(stream.new_calls)
     found: dict[str, tuple[str, str]] = {}
     messages = stream.messages
@@ -1124,8 +1125,8 @@ def _calls_by_id(stream: Stream) -> dict[str, tuple[str, str]]:
             break
         m = messages[n]
         if isinstance(m, AssistantMessage) and m.tool_calls:
-            for c in m.tool_calls:
-                if c.id in wanted:
+            for c in reversed(m.tool_calls):
+                if c.id in wanted and c.id not in found:
                     found[c.id] = (c.function.name, c.function.arguments)
     return found
 
