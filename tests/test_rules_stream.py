@@ -3452,6 +3452,51 @@ def test_R_J2_a_snapshot_that_empties_the_history_drops_the_calls_the_run_made()
     assert calls == [] and len(driver.requests) == 1
 
 
+def test_R_J2_R_D5_a_call_a_snapshot_holds_twice_runs_as_its_last_statement_says() -> None:
+    """A MESSAGES_SNAPSHOT may hold one call id twice (in two assistant messages, or in
+    one); the call this run made runs once, as the last of them states it, wherever the
+    run's other calls sit. (The older statement won whenever the search for another call
+    of the run, one older than both or one the snapshot dropped, went on past it.)"""
+
+    def holder(mid: str, cid: str, name: str, args: str) -> dict[str, Any]:
+        function = {"name": name, "arguments": args}
+        call = {"id": cid, "type": "function", "function": function}
+        return {"id": mid, "role": "assistant", "toolCalls": [call]}
+
+    def named_tool(name: str, ran: list[Any]) -> Callable[[Any], Any]:
+        def tool(args: Any) -> str:
+            ran.append((name, thaw(args)))
+            return name
+
+        return tool
+
+    older = holder("a1", "c1", "other", '{"v": "old"}')
+    newer = holder("a2", "c1", "lookup", '{"v": "new"}')
+    second = holder("a0", "c2", "lookup", '{"v": "c2"}')
+    for snapshot, expected in (
+        ([older, newer], [("lookup", {"v": "new"})]),
+        ([second, older, newer], [("lookup", {"v": "new"}), ("lookup", {"v": "c2"})]),
+        (
+            [{**older, "toolCalls": older["toolCalls"] + newer["toolCalls"]}],
+            [("lookup", {"v": "new"})],
+        ),
+    ):
+        ran: list[Any] = []
+        driver, chat = chat_with(
+            succeed(
+                *tool_call("c1", "lookup", {}),
+                *tool_call("c2", "lookup", {}),
+                ev("MESSAGES_SNAPSHOT", messages=snapshot),
+            ),
+            succeed(),
+            local_tools={name: named_tool(name, ran) for name in ("lookup", "other")},
+        )
+        start(chat, driver)
+        driver.run_until_idle()
+        assert_idle_ok(chat)
+        assert ran == expected
+
+
 def test_R_J2_a_snapshot_restating_a_streaming_message_as_one_it_cannot_continue() -> None:
     """A restatement the stream cannot go on in sets it adrift too: a user message with
     content parts (text appended would replace them), or a message of the other lane (a
