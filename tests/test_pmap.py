@@ -65,6 +65,16 @@ def test_it_reads_like_a_frozen_dict() -> None:
     assert copy.copy(m) is m and copy.deepcopy(m) is m
 
 
+def test_a_repeated_key_keeps_its_first_place_when_changed_later() -> None:
+    """A key given twice to ``from_frozen_items`` keeps the place of its first
+    occurrence: removing it afterwards removes that key alone, and setting it again
+    leaves it where it was, as a dict built from the same items would."""
+    m = PMap.from_frozen_items([("a", "x"), ("b", 2), ("c", 3), ("a", "y")])
+    assert list(m.without("a").items()) == [("b", 2), ("c", 3)]
+    assert list(m.without("b").items()) == [("a", "y"), ("c", 3)]
+    assert list(m.set("a", "z").items()) == [("a", "z"), ("b", 2), ("c", 3)]
+
+
 def test_comparing_with_other_kinds_defers_to_them() -> None:
     """``==`` with something that is not a mapping is False, and lets the other side
     decide first, as a dict does: ``unittest.mock.ANY`` (how tests leave a field
