@@ -175,6 +175,21 @@ def test_removing_most_members_rebuilds_the_order_and_keeps_it() -> None:
     assert list(m.items()) == [(f"k{i}", -i) for i in range(0, 100, 10)]
 
 
+def test_a_removal_leaves_a_gap_until_gaps_outnumber_members() -> None:
+    """A removal costs O(log n), the order rebuilt (O(n)) only once gaps outnumber the
+    members, so amortized O(1) per removal (white-box: the order's length counts the
+    gaps). Rebuilding it sooner would make each removal from a wide state O(n)."""
+    m = PMap.from_mapping({f"k{i}": i for i in range(1000)})
+    assert len(m.without("k5")._order) == 1000  # one removal: a gap, not a rebuild
+    m = PMap.from_mapping({f"k{i}": i for i in range(32)})
+    for i in range(16):
+        m = m.without(f"k{i}")
+    assert len(m) == 16 and len(m._order) == 32  # 16 gaps do not outnumber 16 members
+    m = m.without("k16")
+    assert len(m._order) == 15  # 17 gaps outnumber 15: rebuilt
+    assert list(m.items()) == [(f"k{i}", i) for i in range(17, 32)]
+
+
 def test_a_change_copies_a_path_not_the_members() -> None:
     """O(log n) small dicts per change (white-box): the leaf dicts of other keys are the
     very objects of the old version."""
