@@ -190,6 +190,40 @@ def test_a_removal_leaves_a_gap_until_gaps_outnumber_members() -> None:
     assert list(m.items()) == [(f"k{i}", i) for i in range(17, 32)]
 
 
+def _trie_dicts(m: PMap) -> list[dict[Any, Any]]:
+    """Every dict of ``m``'s trie, inner nodes and leaves (white-box)."""
+    out, stack = [], [m._root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(child for child in node.values() if type(child) is type(m._root))
+        out.extend(child for child in node.values() if type(child) is not type(m._root))
+    return out
+
+
+def test_keys_crowding_one_slot_split_its_leaf_and_all_stay() -> None:
+    """Keys whose hashes share their low bits crowd one leaf of the trie; setting one
+    more into a full leaf splits it a level down, and every member stays readable, in
+    order, the old version unchanged. The split bounds each dict a change copies (at
+    most 32 entries, the module's O(log n) promise), however the map was built."""
+    slot = hash("k0") & 31
+    keys = [k for k in (f"k{i}" for i in range(20_000)) if hash(k) & 31 == slot][:40]
+    full = PMap.from_mapping({k: n for n, k in enumerate(keys[:16])})
+    split = full.set(keys[16], 16)
+    assert list(split.items()) == [(k, n) for n, k in enumerate(keys[:17])]
+    assert all(split[k] == n and k in split for n, k in enumerate(keys[:17]))
+    assert list(full.items()) == [(k, n) for n, k in enumerate(keys[:16])]
+    grown = PMap.from_mapping({})
+    for n, k in enumerate(keys):
+        grown = grown.set(k, n)
+    assert list(grown.items()) == [(k, n) for n, k in enumerate(keys)]
+    assert list(grown.without(keys[3]).items()) == [(k, n) for n, k in enumerate(keys) if n != 3]
+    built = PMap.from_mapping(dict(grown))
+    assert built == grown and list(built) == keys
+    for m in (split, grown, built):
+        assert max(len(d) for d in _trie_dicts(m)) <= 32
+
+
 def test_a_change_copies_a_path_not_the_members() -> None:
     """O(log n) small dicts per change (white-box): the leaf dicts of other keys are the
     very objects of the old version."""
