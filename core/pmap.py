@@ -106,11 +106,12 @@ class PMap(Mapping[str, Any]):
         return self._count
 
     def _entry(self, key: object) -> tuple[int, Any] | None:
-        if type(key) is not str:
-            if not isinstance(key, str):
-                return None
+        if type(key) is not str and isinstance(key, str):
             key = str.__str__(key)  # a StrEnum member finds its text, as in a dict of str
-        return _lookup(self._root, key, hash(key))
+        # Any other key is looked up as a dict of str would: by its hash (an unhashable
+        # key raises TypeError) and equality, so an object that grows into a PMap
+        # answers every read as the FrozenDict it was.
+        return _lookup(self._root, key, hash(key))  # type: ignore[arg-type]
 
     def __getitem__(self, key: str) -> Any:
         entry = self._entry(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import operator
 import pickle
+from collections import UserString
 from typing import Any
 from unittest import mock
 
@@ -118,6 +119,27 @@ def test_str_subclass_keys_find_their_text_and_it_reverses() -> None:
     m = PMap.from_mapping({"a": 1, "b": 2})
     assert m[Key.A] == 1 and Key.A in m and m.get(Key.A) == 1
     assert list(reversed(m.without("a").set("a", 3))) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [UserString("a"), UserString("zz"), 1, None, ("a",), [], {}],
+    ids=["UserString found", "UserString missing", "int", "None", "tuple", "list", "dict"],
+)
+def test_a_key_that_is_not_str_reads_as_in_the_frozen_dict_it_replaces(key: Any) -> None:
+    """R-D1: a state object that grows past SHARE_MEMBERS_FROM members becomes a PMap;
+    its reads must not change. A key equal to a member's (a UserString) finds it, an
+    unhashable key raises TypeError, any other key is absent: as in the FrozenDict."""
+    members = {"a": 1, "b": 2}
+    m, fd = PMap.from_mapping(members), FrozenDict(members)
+    for read in (operator.contains, operator.getitem, lambda d, k: d.get(k, "none")):
+        try:
+            expected: object = read(fd, key)
+        except (KeyError, TypeError) as exc:
+            with pytest.raises(type(exc)):
+                read(m, key)
+        else:
+            assert read(m, key) == expected
 
 
 def test_it_cannot_be_changed_in_place() -> None:
