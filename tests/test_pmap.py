@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from interlude.core.json import FrozenDict, freeze, json_default, thaw
 from interlude.core.patch import SHARE_MEMBERS_FROM, apply_patch
-from interlude.core.pmap import PMap
+from interlude.core.pmap import _LEAF_MAX, _MASK, PMap, _Node
 
 KEYS = st.sampled_from([f"k{i}" for i in range(300)]) | st.text(max_size=3)
 STEPS = st.lists(
@@ -212,15 +212,15 @@ def test_a_removal_leaves_a_gap_until_gaps_outnumber_members() -> None:
     assert list(m.items()) == [(f"k{i}", i) for i in range(17, 32)]
 
 
-def _trie_dicts(m: PMap) -> list[dict[Any, Any]]:
-    """Every dict of ``m``'s trie, inner nodes and leaves (white-box)."""
-    out, stack = [], [m._root]
+def _trie(m: PMap) -> tuple[list[dict[Any, Any]], list[dict[Any, Any]]]:
+    """``m``'s trie (white-box): its inner nodes, root first, and its leaves."""
+    nodes, leaves, stack = [], [], [m._root]
     while stack:
         node = stack.pop()
-        out.append(node)
-        stack.extend(child for child in node.values() if type(child) is type(m._root))
-        out.extend(child for child in node.values() if type(child) is not type(m._root))
-    return out
+        nodes.append(node)
+        for child in node.values():
+            (stack if type(child) is _Node else leaves).append(child)
+    return nodes, leaves
 
 
 def test_keys_crowding_one_slot_split_its_leaf_and_all_stay() -> None:
@@ -228,8 +228,9 @@ def test_keys_crowding_one_slot_split_its_leaf_and_all_stay() -> None:
     more into a full leaf splits it a level down, and every member stays readable, in
     order, the old version unchanged. The split bounds each dict a change copies (at
     most 32 entries, the module's O(log n) promise), however the map was built."""
-    slot = hash("k0") & 31
-    keys = [k for k in (f"k{i}" for i in range(20_000)) if hash(k) & 31 == slot][:40]
+    slot = hash("k0") & _MASK
+    keys = [k for k in (f"k{i}" for i in range(20_000)) if hash(k) & _MASK == slot][:40]
+    assert _LEAF_MAX == 16
     full = PMap.from_mapping({k: n for n, k in enumerate(keys[:16])})
     split = full.set(keys[16], 16)
     assert list(split.items()) == [(k, n) for n, k in enumerate(keys[:17])]
@@ -243,7 +244,8 @@ def test_keys_crowding_one_slot_split_its_leaf_and_all_stay() -> None:
     built = PMap.from_mapping(dict(grown))
     assert built == grown and list(built) == keys
     for m in (split, grown, built):
-        assert max(len(d) for d in _trie_dicts(m)) <= 32
+        nodes, leaves = _trie(m)
+        assert max(len(d) for d in nodes + leaves) <= 32
 
 
 def test_a_change_copies_a_path_not_the_members() -> None:
@@ -251,17 +253,8 @@ def test_a_change_copies_a_path_not_the_members() -> None:
     very objects of the old version."""
     old = PMap.from_mapping({f"k{i}": i for i in range(50_000)})
     new = old.set("k7", -7)
-
-    def leaves(m: PMap) -> list[Any]:
-        out, stack = [], [m._root]
-        while stack:
-            node = stack.pop()
-            for child in node.values():
-                (stack if type(child) is type(m._root) else out).append(child)
-        return out
-
-    old_ids = {id(leaf) for leaf in leaves(old)}
-    changed = [leaf for leaf in leaves(new) if id(leaf) not in old_ids]
+    old_ids = {id(leaf) for leaf in _trie(old)[1]}
+    changed = [leaf for leaf in _trie(new)[1] if id(leaf) not in old_ids]
     assert len(changed) == 1 and "k7" in changed[0]
     assert new._order is old._order  # a replaced member keeps its place
 
