@@ -336,6 +336,25 @@ def test_ids_a_messages_snapshot_brought_are_not_generated_again() -> None:
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
 
 
+@pytest.mark.parametrize("n", range(3, 12))
+def test_ids_the_first_message_of_a_messages_snapshot_brought_are_not_generated_again(
+    n: int,
+) -> None:
+    """The snapshot's first message counts as much as its others: one that is the whole
+    history, whatever number it carries, is never handed out again."""
+    brought = {"id": f"interlude-msg-{n}", "role": "user", "content": "other"}
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [brought]}
+    driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(snapshot)))
+    chat = driver.chat()
+    chat.send("first")
+    driver.run_until_idle()
+    for k in range(4):
+        chat.send(f"again {k}")
+        driver.run_until_idle()
+    ids = [m.id for m in chat.messages]
+    assert ids.count(brought["id"]) == 1, ids
+
+
 @pytest.mark.parametrize("tail", ["abc", "", "\u00b2", "\u0661\u0662", "9" * 5000])
 def test_R_H1_an_id_under_the_prefix_without_a_plain_number_is_taken_as_it_is(tail: str) -> None:
     """Ids restored, given or brought by a MESSAGES_SNAPSHOT may be spelt under the id

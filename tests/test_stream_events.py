@@ -771,3 +771,30 @@ def test_R_J2_a_replacing_activity_snapshot_makes_an_activity_not_made_here_its_
     assert str(chat.error) == (
         "an ACTIVITY_DELTA of subagent 's1' continuing activity 'a1', which subagent 's2' opened"
     )
+
+
+def test_R_J2_an_activity_this_run_made_belongs_to_its_latest_replacing_subagent() -> None:
+    """AG-UI 1.0 (Activity, Subagents): an activity this run made, replaced by one subagent's
+    snapshot and then by another's, takes deltas from the latest only. Its opener is the
+    message's own attribution, which a second replacement must not leave stale."""
+    snapshots = [
+        ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="P", content={}, subagentRunId=s)
+        for s in ("s1", "s2", "s3")
+    ]
+
+    def delta(subagent: str) -> dict[str, Any]:
+        patch = [{"op": "add", "path": "/n", "value": 1}]
+        return ev(
+            "ACTIVITY_DELTA", messageId="a1", activityType="P", patch=patch, subagentRunId=subagent
+        )
+
+    chat = run_on(HISTORY, *snapshots, delta("s3"))
+    assert chat.error is None
+    assert chat.messages[-1] == ActivityMessage(
+        id="a1", activity_type="P", content=FrozenDict(n=1), subagent_run_id="s3"
+    )
+    chat = run_on(HISTORY, *snapshots, delta("s2"))
+    assert isinstance(chat.error, ProtocolError)
+    assert str(chat.error) == (
+        "an ACTIVITY_DELTA of subagent 's2' continuing activity 'a1', which subagent 's3' opened"
+    )
