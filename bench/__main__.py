@@ -68,16 +68,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="count the core stream's instructions with valgrind (noise-free) and exit",
     )
+    parser.add_argument(
+        "--growth",
+        action="store_true",
+        help="with --instructions: count the width workloads at 10k and 100k events instead",
+    )
     args = parser.parse_args(argv)
+    if args.growth and not args.instructions:
+        parser.error("--growth goes with --instructions")
     if args.profile:
         from .profile import profile_stream
 
         print(profile_stream())
         return 0
     if args.instructions:
-        from .instructions import instruction_report
+        from .instructions import growth_report, instruction_report
 
-        print(instruction_report(2_000 if args.quick else 10_000))
+        if args.growth:
+            print(growth_report(*((1_000, 4_000) if args.quick else (10_000, 100_000))))
+        else:
+            print(instruction_report(2_000 if args.quick else 10_000))
         return 0
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))

@@ -8,7 +8,10 @@ measured, so the setup cancels out. Report only: it counts no cache misses, and 
 targets stay the wall-clock ones of ``make bench``.
 
 A second table streams each kind of event of the mix alone (``workload.KINDS``),
-to show where the mix's cost comes from.
+to show where the mix's cost comes from. ``--growth`` instead counts the two
+width workloads (a message per event, a member per event) at 10,000 and 100,000
+events, instructions and first-level cache misses, to tell cost that grows with
+the stream from wall-clock noise.
 """
 
 from __future__ import annotations
@@ -22,20 +25,30 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import stream, workload
 
-__all__ = ["instruction_report", "main_child"]
+__all__ = ["growth_report", "instruction_report", "main_child"]
 
 _PARTS = ("built", "prepared", "floor", "decode", "bare", "observed")
 """``built``: the lines and the snapshot only (the baseline of ``floor`` and ``decode``);
 ``prepared``: and a chat holding the 1 MB state, its run acknowledged (the baseline of
 ``bare`` and ``observed``, which then apply the lines without and with the selectors)."""
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+_D1_MISSES = re.compile(r"D1\s+misses:\s+([\d,]+)")
 
 
 MIX = "mix"
+WIDTH = {"messages": stream.many_messages_cost, "members": stream.wide_object_cost}
+"""The width workloads of ``--growth``: each event adds a message (named by id), or a
+member to one state object; ``run`` streams them through the fake driver."""
 
 
 def main_child(part: str, events: int, kind: str = MIX) -> None:
     """Build the workload, then run ``part`` of it (the child process's body)."""
+    if kind in WIDTH:
+        if part == "run":
+            WIDTH[kind](events)  # builds its lines, then streams them
+        else:
+            (workload.many_messages if kind == "messages" else workload.wide_object)(events)
+        return
     lines = workload.content_mix(events) if kind == MIX else workload.kind_stream(kind, events)
     snapshot = workload.state_snapshot_line(workload.state_document())
     if part == "floor":
@@ -56,11 +69,12 @@ def main_child(part: str, events: int, kind: str = MIX) -> None:
                 raise RuntimeError(f"the stream did not finish cleanly: {setup.chat.error!r}")
 
 
-def _count(part: str, events: int, kind: str, valgrind: str) -> int:
+def _count(part: str, events: int, kind: str, valgrind: str, *, misses: bool = False) -> int:
+    """Instructions the child executed (with ``misses``: first-level data cache misses)."""
     command = [
         valgrind,
         "--tool=cachegrind",
-        "--cache-sim=no",
+        f"--cache-sim={'yes' if misses else 'no'}",
         "--cachegrind-out-file=/dev/null",
         sys.executable,
         "-m",
@@ -71,9 +85,9 @@ def _count(part: str, events: int, kind: str, valgrind: str) -> int:
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    found = _REFS.search(done.stderr)
+    found = (_D1_MISSES if misses else _REFS).search(done.stderr)
     if found is None:
-        raise RuntimeError(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"valgrind printed no count:\n{done.stderr[-2000:]}")
     return int(found.group(1).replace(",", ""))
 
 
@@ -132,9 +146,46 @@ def _by_kind(events: int, done: dict[tuple[str, int, str], int]) -> list[str]:
     return out
 
 
+def growth_report(small: int = 10_000, large: int = 100_000) -> str:
+    """Per event at ``small`` and ``large`` events of each width workload: instructions
+    and first-level data cache misses (cachegrind's simulation), ``run`` minus
+    ``built`` (the driver's setup, a few million instructions, stays in)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return "valgrind is not installed: the instruction counts need it (apt install valgrind)"
+    jobs = [
+        (part, n, kind, misses)
+        for kind in WIDTH
+        for n in (small, large)
+        for part in ("built", "run")
+        for misses in (False, True)
+    ]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        counts = pool.map(lambda j: _count(j[0], j[1], j[2], valgrind, misses=j[3]), jobs)
+        done = dict(zip(jobs, counts, strict=True))
+
+    def per_event(kind: str, n: int, misses: bool) -> float:
+        return (done["run", n, kind, misses] - done["built", n, kind, misses]) / n
+
+    out = [
+        f"Width workloads by instruction count, {small:,} and {large:,} events "
+        "(valgrind cachegrind, PYTHONHASHSEED=0), report only",
+        f"{'workload':<10} {'instructions/event':>26} {'growth':>7} "
+        f"{'D1 misses/event':>18} {'growth':>7}",
+    ]
+    for kind in WIDTH:
+        i_small, i_large = per_event(kind, small, False), per_event(kind, large, False)
+        m_small, m_large = per_event(kind, small, True), per_event(kind, large, True)
+        out.append(
+            f"{kind:<10} {i_small:>12,.0f} {i_large:>13,.0f} {i_large / i_small:>7.2f} "
+            f"{m_small:>8,.0f} {m_large:>9,.0f} {m_large / m_small:>7.2f}"
+        )
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     part, events = sys.argv[1], int(sys.argv[2])
     kind = sys.argv[3] if len(sys.argv) > 3 else MIX
-    if part not in _PARTS:
+    if part not in (*_PARTS, "run"):
         raise SystemExit(f"unknown part {part!r}: one of {', '.join(_PARTS)}")
     main_child(part, events, kind)

@@ -75,5 +75,9 @@ def test_instruction_counts_run_their_parts_and_say_when_valgrind_is_missing(
         instructions.main_child(part, 200)  # the child processes' bodies, without valgrind
     for kind in workload.KINDS:  # each streams cleanly to its end (the child checks)
         instructions.main_child("observed", 40, kind)
+    for kind in instructions.WIDTH:  # --growth's children (the cost functions check)
+        instructions.main_child("built", 40, kind)
+        instructions.main_child("run", 40, kind)
     monkeypatch.setattr(instructions.shutil, "which", lambda _: None)
     assert "valgrind is not installed" in instructions.instruction_report(200)
+    assert "valgrind is not installed" in instructions.growth_report(40, 80)
