@@ -145,6 +145,10 @@ def test_rb3_regex_work_is_the_modelled_bound(pattern: str, expected: int) -> No
         ("(?i)^a+\\Z", 25),  # case folding, but nothing continues into the very end
         ("^[\u0100-\u0300]+a", 25),  # a tested range
         ("^[\u0100-\u0300]+\u0200", 45),
+        ("^[\u0100-\u0300]+\u0100", 45),  # a tested range includes both of its ends
+        ("^[\u0100-\u0300]+\u0300", 45),
+        ("^[\u0100-\u0300]+\u00ff", 25),  # and nothing outside them
+        ("^[\u0100-\u0300]+\u0301", 25),
         ("^[a-z]+\\d", 25),
         ("^[a-z]+[0-9]", 25),
         ("^[a-z]+[x-z]", 45),
