@@ -117,6 +117,8 @@ def accepted(pattern: str, longest: int = 1000) -> bool:
         ("^(?:ab+c)+", 77),  # (5 + 2X) per iteration: only the constant 5 repeats X times
         ("^(?:(ab)c+)+", 88),  # (ab) is not optional: the next iteration starts with a
         ("^(?:(?=a)b+c)+", 88),  # a one-character lookahead does not re-read
+        ("^(?:(?:ab|cd)e+)+", 121),  # no branch is optional: the next iteration starts a or c
+        ("^(a)+b", 36),  # a group sets only the flags it names: b cannot continue (a)+
         ("(a)" * 40, 891),  # 40 groups side by side are not nested
         ("(?>" * 32 + "a" + ")" * 32, 374),  # 32 nested atomic groups: 2 + 32, searched
         ("(?=" * 32 + "a" + ")" * 32, 374),
@@ -215,6 +217,10 @@ def test_rb3_a_huge_bound_is_reported_capped() -> None:
         ("^(?:(?=a))+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("^(?:x{0})+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
         ("^(?:(?i:B)b+)+", "nests a variable quantifier or ambiguous alternation in a quantifier"),
+        (  # a lookahead reads nothing: an iteration also starts with $, where (\\Z)+ may end
+            "^(?:(?=a)$(\\Z)+)+",
+            "nests a variable quantifier or ambiguous alternation in a quantifier",
+        ),
         ("[)]" + "(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("(" * 33 + "a" + ")" * 33, "nests groups more than 32 deep"),
         ("\\\\(" * 33 + ")" * 33, "nests groups more than 32 deep"),  # \\\\ is a backslash
