@@ -229,6 +229,7 @@ def test_rb3_a_huge_bound_is_reported_capped() -> None:
         ("(a|" * 21 + "b" + ")" * 21, "nests too deeply"),
         (repeated_branches(21), "nests too deeply"),
         ("(?=b|" * 21 + "a" + ")" * 21, "nests too deeply"),  # a lookahead is a level too
+        ("(?>b|" * 21 + "a" + ")" * 21, "nests too deeply"),  # so is an atomic group
         ("^" + "a+" * 8 + "a", "could backtrack polynomially in the input length"),
         ("a(", "is not a valid regular expression (missing ), unterminated subpattern"),
     ],
@@ -253,6 +254,7 @@ def test_rb3_regexes_the_model_cannot_bound_are_refused_with_a_reason(
         "(a|" * 20 + "bb" + ")" * 20,  # 40 levels deep (an innermost a|b would be a class)
         repeated_branches(20),
         "(?=b|" * 20 + "a" + ")" * 20,  # 40 levels: a lookahead and a branch each
+        "(?>b|" * 20 + "a" + ")" * 20,  # 40 levels: an atomic group and a branch each
     ],
 )
 def test_rb3_regexes_just_inside_the_structural_limits_are_accepted(pattern: str) -> None:
