@@ -4,8 +4,8 @@ Wall-clock ratios on a shared machine move with its neighbours. Instructions do
 not: cachegrind counts what the CPU executed, the same on every run. Each
 figure is the difference of two processes that build the same workload and
 state (``PYTHONHASHSEED=0``, same seeds), one of which then runs the part
-measured, so the setup cancels out. Report only: it counts no cache misses, and the
-targets stay the wall-clock ones of ``make bench``.
+measured, so the setup cancels out. Report only: the targets stay the wall-clock ones
+of ``make bench``.
 
 A second table streams each kind of event of the mix alone (``workload.KINDS``),
 to show where the mix's cost comes from. ``--growth`` instead counts the two
@@ -36,18 +36,20 @@ _D1_MISSES = re.compile(r"D1\s+misses:\s+([\d,]+)")
 
 
 MIX = "mix"
-WIDTH = {"messages": stream.many_messages_cost, "members": stream.wide_object_cost}
-"""The width workloads of ``--growth``: each event adds a message (named by id), or a
-member to one state object; ``run`` streams them through the fake driver."""
+WIDTH = {
+    "messages": (workload.many_messages, stream.many_messages_cost),
+    "members": (workload.wide_object, stream.wide_object_cost),
+}
+"""The width workloads of ``--growth``, each event adding a message (named by id) or a
+member to one state object: how ``built`` makes its lines, and how ``run`` makes and
+streams them through the fake driver."""
 
 
 def main_child(part: str, events: int, kind: str = MIX) -> None:
     """Build the workload, then run ``part`` of it (the child process's body)."""
     if kind in WIDTH:
-        if part == "run":
-            WIDTH[kind](events)  # builds its lines, then streams them
-        else:
-            (workload.many_messages if kind == "messages" else workload.wide_object)(events)
+        lines, run = WIDTH[kind]
+        (run if part == "run" else lines)(events)
         return
     lines = workload.content_mix(events) if kind == MIX else workload.kind_stream(kind, events)
     snapshot = workload.state_snapshot_line(workload.state_document())
@@ -69,12 +71,12 @@ def main_child(part: str, events: int, kind: str = MIX) -> None:
                 raise RuntimeError(f"the stream did not finish cleanly: {setup.chat.error!r}")
 
 
-def _count(part: str, events: int, kind: str, valgrind: str, *, misses: bool = False) -> int:
-    """Instructions the child executed (with ``misses``: first-level data cache misses)."""
+def _cachegrind(part: str, events: int, kind: str, valgrind: str, *, cache: bool) -> str:
+    """What cachegrind printed of the child's run (``cache``: simulate the caches too)."""
     command = [
         valgrind,
         "--tool=cachegrind",
-        f"--cache-sim={'yes' if misses else 'no'}",
+        f"--cache-sim={'yes' if cache else 'no'}",
         "--cachegrind-out-file=/dev/null",
         sys.executable,
         "-m",
@@ -84,11 +86,19 @@ def _count(part: str, events: int, kind: str, valgrind: str, *, misses: bool = F
         kind,
     ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    found = (_D1_MISSES if misses else _REFS).search(done.stderr)
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=True).stderr
+
+
+def _read(pattern: re.Pattern[str], printed: str) -> int:
+    found = pattern.search(printed)
     if found is None:
-        raise RuntimeError(f"valgrind printed no count:\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"valgrind printed no {pattern.pattern!r}:\n{printed[-2000:]}")
     return int(found.group(1).replace(",", ""))
+
+
+def _count(part: str, events: int, kind: str, valgrind: str) -> int:
+    """Instructions the child executed."""
+    return _read(_REFS, _cachegrind(part, events, kind, valgrind, cache=False))
 
 
 def instruction_report(events: int = 10_000) -> str:
@@ -153,19 +163,13 @@ def growth_report(small: int = 10_000, large: int = 100_000) -> str:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return "valgrind is not installed: the instruction counts need it (apt install valgrind)"
-    jobs = [
-        (part, n, kind, misses)
-        for kind in WIDTH
-        for n in (small, large)
-        for part in ("built", "run")
-        for misses in (False, True)
-    ]
+    jobs = [(part, n, kind) for kind in WIDTH for n in (small, large) for part in ("built", "run")]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        counts = pool.map(lambda j: _count(j[0], j[1], j[2], valgrind, misses=j[3]), jobs)
-        done = dict(zip(jobs, counts, strict=True))
+        printed = pool.map(lambda job: _cachegrind(*job, valgrind, cache=True), jobs)
+        done = dict(zip(jobs, printed, strict=True))
 
-    def per_event(kind: str, n: int, misses: bool) -> float:
-        return (done["run", n, kind, misses] - done["built", n, kind, misses]) / n
+    def per_event(kind: str, n: int, pattern: re.Pattern[str]) -> float:
+        return (_read(pattern, done["run", n, kind]) - _read(pattern, done["built", n, kind])) / n
 
     out = [
         f"Width workloads by instruction count, {small:,} and {large:,} events "
@@ -174,8 +178,8 @@ def growth_report(small: int = 10_000, large: int = 100_000) -> str:
         f"{'D1 misses/event':>18} {'growth':>7}",
     ]
     for kind in WIDTH:
-        i_small, i_large = per_event(kind, small, False), per_event(kind, large, False)
-        m_small, m_large = per_event(kind, small, True), per_event(kind, large, True)
+        i_small, i_large = per_event(kind, small, _REFS), per_event(kind, large, _REFS)
+        m_small, m_large = per_event(kind, small, _D1_MISSES), per_event(kind, large, _D1_MISSES)
         out.append(
             f"{kind:<10} {i_small:>12,.0f} {i_large:>13,.0f} {i_large / i_small:>7.2f} "
             f"{m_small:>8,.0f} {m_large:>9,.0f} {m_large / m_small:>7.2f}"
