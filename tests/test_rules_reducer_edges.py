@@ -324,16 +324,22 @@ def test_ids_a_messages_snapshot_brought_are_not_generated_again() -> None:
     others = [
         {"id": f"interlude-msg-{n}", "role": "user", "content": f"other {n}"} for n in range(1, 40)
     ]
-    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": others}
+    ids = ids_after_a_snapshot_of(others, sends=3)
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+def ids_after_a_snapshot_of(messages: list[dict[str, Any]], sends: int) -> list[str]:
+    """The history's ids after a run whose MESSAGES_SNAPSHOT brought ``messages``, then
+    ``sends`` more sends, each run to its end."""
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": messages}
     driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(snapshot)))
     chat = driver.chat()
     chat.send("first")
     driver.run_until_idle()
-    for k in range(3):
+    for k in range(sends):
         chat.send(f"again {k}")
         driver.run_until_idle()
-    ids = [m.id for m in chat.messages]
-    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+    return [m.id for m in chat.messages]
 
 
 @pytest.mark.parametrize("n", range(3, 12))
@@ -343,15 +349,7 @@ def test_ids_the_first_message_of_a_messages_snapshot_brought_are_not_generated_
     """The snapshot's first message counts as much as its others: one that is the whole
     history, whatever number it carries, is never handed out again."""
     brought = {"id": f"interlude-msg-{n}", "role": "user", "content": "other"}
-    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [brought]}
-    driver = FakeDriver(ScriptedAgent(succeed()).then(succeed(snapshot)))
-    chat = driver.chat()
-    chat.send("first")
-    driver.run_until_idle()
-    for k in range(4):
-        chat.send(f"again {k}")
-        driver.run_until_idle()
-    ids = [m.id for m in chat.messages]
+    ids = ids_after_a_snapshot_of([brought], sends=4)
     assert ids.count(brought["id"]) == 1, ids
 
 
