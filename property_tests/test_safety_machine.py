@@ -352,6 +352,10 @@ class SafetyMachine(RuleBasedStateMachine):
             assert self.chat.is_resuming and self.chat.is_loading
         if s.batch is not None and s.claim is None:
             assert not self.chat.is_loading and not self.chat.is_resuming  # R-C1
+        if not self.chat.is_loading:
+            # At rest no interaction is under way, so none counts rounds of local tools
+            # (R-D5): whatever ended the last one, the next starts with its full allowance.
+            assert s.tool_rounds == 0, f"{s.tool_rounds} tool rounds counted at rest"
 
     # -- rules ----------------------------------------------------------------------------
 
