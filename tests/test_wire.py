@@ -47,6 +47,7 @@ from interlude.core.wire import (
     dumps,
     encode_event,
     encode_message,
+    encode_request,
     encode_run_input,
     left_out_note,
     read_frame,
@@ -437,6 +438,17 @@ def test_activities_stay_out_of_the_request() -> None:
     hello = UserMessage(id="u1", content="hi")
     inp = RunAgentInput(thread_id="t", run_id="r", messages=(hello, activity, hello))
     assert [m["id"] for m in encode_run_input(inp)["messages"]] == ["u1", "u1"]
+
+
+def test_a_history_of_only_activities_sends_no_messages() -> None:
+    """AG-UI 1.0 (Run Input): activity messages are removed even when nothing else is
+    in the history (an agent may render an activity before any message): the request
+    carries an empty ``messages``, never the activities."""
+    plan = decode_message({"role": "activity", "id": "a1", "activityType": "PLAN", "content": {}})
+    steps = decode_message({"role": "activity", "id": "a2", "activityType": "STEP", "content": {}})
+    inp = RunAgentInput(thread_id="t", run_id="r", messages=(plan, steps))
+    assert encode_run_input(inp)["messages"] == []
+    assert json.loads(encode_request(inp))["messages"] == []
 
 
 @pytest.mark.parametrize(
