@@ -390,6 +390,15 @@ def test_a_task_number_of_another_type_is_refused_while_a_round_runs(task: Any, 
     refused(s, ToolFinished(task, value="done"), says)
 
 
+def test_the_task_number_just_past_a_running_round_is_refused_as_never_issued() -> None:
+    """A result is found in its round by subtraction; the number one past the round's
+    last task is outside it like any other, and, never handed out, is refused as the
+    driver's bug rather than read as a position."""
+    s, run = tool_running("t")
+    assert s.tools is not None and s.serial == run.task  # nothing drawn past the task yet
+    refused(s, ToolFinished(run.task + 1, value="done"), f"{run.task + 1} was never issued")
+
+
 def test_R_H1_a_late_result_of_an_earlier_rounds_tool_is_ignored() -> None:
     """R-H1: a tool cancelled by stop() may still report; its task number is below the
     running round's, and it is ignored (the running round's tool still waits for its
