@@ -713,6 +713,9 @@ def test_junk_ops_raise_only_patch_error(plain: Any, ops: list[Any]) -> None:
         ([{"op": "add", "path": "/xs/01", "value": 1}], "not an array index"),
         ([{"op": "add", "path": "/xs/3", "value": 1}], "out of range"),
         ([{"op": "replace", "path": "/xs/-", "value": 1}], "'-'"),
+        # An index one past the end, or '-', names no element to go through, even for add.
+        ([{"op": "add", "path": "/xs/-/a", "value": 1}], "'-'"),
+        ([{"op": "add", "path": "/xs/2/a", "value": 1}], "out of range"),
         ([{"op": "add", "path": "/xs/" + "9" * 5000, "value": 1}], "out of range"),
         ([{"op": "add", "path": "/xs/١", "value": 1}], "not an array index"),
         ([{"op": "add", "path": "/o/a/b", "value": 1}], "no member"),
