@@ -190,6 +190,7 @@ def growth_report(small: int = 10_000, large: int = 100_000) -> str:
 if __name__ == "__main__":
     part, events = sys.argv[1], int(sys.argv[2])
     kind = sys.argv[3] if len(sys.argv) > 3 else MIX
-    if part not in (*_PARTS, "run"):
-        raise SystemExit(f"unknown part {part!r}: one of {', '.join(_PARTS)}")
+    known = ("built", "run") if kind in WIDTH else _PARTS
+    if part not in known:
+        raise SystemExit(f"unknown part {part!r} of {kind}: one of {', '.join(known)}")
     main_child(part, events, kind)
