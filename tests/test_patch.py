@@ -955,6 +955,27 @@ def test_json_equal() -> None:
     assert not json_equal(2**53 + 1, float(2**53))
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (1, 1.0, True),
+        (1, 2, False),  # numbers that differ
+        (0.5, 1.5, False),
+        ("ab", "ba", False),  # strings that differ
+        (None, 0, False),  # scalars of different kinds
+        (True, 1, False),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ((1,), (1, 2), False),
+    ],
+)
+def test_json_equal_answers_true_or_false(a: Any, b: Any, equal: bool) -> None:
+    """``json_equal`` is a public predicate (``-> bool``): a caller may compare its answer
+    with ``is`` or keep it, so values that differ in any way give ``False`` itself, never
+    another falsy value such as ``None``."""
+    assert json_equal(fz(a), fz(b)) is equal
+    assert json_equal(fz(b), fz(a)) is equal
+
+
 # -- pointers ---------------------------------------------------------------------
 
 
