@@ -160,6 +160,19 @@ def test_slices(n: int, start: int | None, stop: int | None, step: int | None) -
     assert list(got) == list(range(n))[s]
 
 
+def test_slices_with_a_step_other_than_one() -> None:
+    """``v[::2]`` (every other item) and other steps give what the list's slice gives, in
+    the trie and the tail: only a step of 1 is read leaf by leaf, so a step of 2 must not
+    be taken for one (the random steps of ``test_slices`` may miss it)."""
+    for n in (0, 1, 5, 32, 33, 100, 1100):
+        v: PVec[int] = PVec.from_iterable(range(n))
+        ref = list(range(n))
+        for step in (-3, -2, -1, 1, 2, 3, 33):
+            for start, stop in [(None, None), (1, None), (None, -1), (3, n // 2), (-40, n)]:
+                s = slice(start, stop, step)
+                assert list(v[s]) == ref[s], (n, s)
+
+
 @settings(max_examples=50)
 @given(st.lists(st.integers(), max_size=100), st.lists(st.integers(), max_size=100))
 def test_extend_and_reversed(a: list[int], b: list[int]) -> None:
