@@ -204,6 +204,34 @@ def test_indexing_errors() -> None:
                 w[i]
 
 
+class Index:
+    """An index that is an object with ``__index__`` only (as a NumPy integer or a
+    user's index type): a sequence takes it wherever it takes an ``int``."""
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def __index__(self) -> int:
+        return self.i
+
+
+def test_any_index_type_reads_and_sets_as_its_int_does() -> None:
+    """``v[i]`` and ``v.set(i, x)`` take any object with ``__index__``, as the tuple a
+    PVec stands in for does: in the trie, in the tail, from the end, and out of range
+    (an ``IndexError``). Only a plain ``int`` is read inline; the rest must not reach
+    that path's ``<`` (an ``__index__`` object has no order)."""
+    v: PVec[int] = PVec.from_iterable(range(100))
+    t = tuple(range(100))
+    for i in (0, 5, 40, 95, 96, 99, -1, -4, -5, -100):
+        assert v[Index(i)] == t[Index(i)]
+        assert v.set(Index(i), -7)[i] == -7 and v[i] == t[i]
+    for i in (100, -101):
+        with pytest.raises(IndexError):
+            v[Index(i)]
+        with pytest.raises(IndexError):
+            v.set(Index(i), -7)
+
+
 def test_value_semantics() -> None:
     v = PVec.from_iterable([1, 2, 3])
     assert v == (1, 2, 3) and v == [1, 2, 3]
