@@ -223,8 +223,9 @@ def _shared(obj: Any, keep: object = None) -> FrozenDict | PMap:
 def _array_with(
     array: tuple[JSON, ...] | PVec[JSON], i: int, op: str, value: JSON
 ) -> tuple[JSON, ...] | PVec[JSON]:
-    """``array`` with ``op`` done at index ``i``; long results share structure (SHARE_FROM)."""
-    if type(array) is PVec or len(array) >= SHARE_FROM:
+    """``array`` with ``op`` done at index ``i``; long results share structure (SHARE_FROM).
+    A PVec shorter than that (an application's own) gives a tuple, as any short array."""
+    if len(array) >= SHARE_FROM:
         vec = array if type(array) is PVec else PVec.from_iterable(array)
         if op == "replace":
             return vec.set(i, value)

@@ -455,14 +455,16 @@ def test_arrays_are_persistent_vectors_exactly_from_64_items(n: int, op: dict[st
     PVec; a shorter one is a tuple, as arrays are. Whichever it is, the patched value is
     the same (what a reader sees); the type is what a user tests for (isinstance
     Sequence, not tuple, as documented), and the sharing it brings is white-box. A patch
-    into a PVec, as well as into a tuple, keeps to that rule at every length near it."""
+    into a PVec, as well as into a tuple, keeps to that rule at every length near it, a
+    short PVec an application put in its state included."""
     plain = list(range(n))
     last = {"LAST": str(n - 1), "PENULT": str(n - 2)}
     for key in ("path", "from"):
         if key in op:
             op = {**op, key: re.sub("LAST|PENULT", lambda m: last[m[0]], op[key])}
     expected = ref_apply(plain, [op])
-    starts: list[Any] = [tuple(plain)]
+    # The array as a tuple, and as a PVec an application built itself, at any length.
+    starts: list[Any] = [tuple(plain), PVec.from_iterable(plain)]
     if n >= 64:  # the PVec a patch made of it
         starts.append(apply_patch(tuple(plain), fz([{"op": "replace", "path": "/0", "value": 0}])))
         assert type(starts[-1]) is PVec
