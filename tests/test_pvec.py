@@ -10,7 +10,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from interlude.core.json import freeze
@@ -152,25 +152,21 @@ def test_pop_gives_the_trie_from_iterable_would_and_copies_one_path() -> None:
     st.none() | st.integers(-4000, 4000),
     st.none() | st.integers(-70, 70).filter(bool),
 )
+# Steps other than 1, in the trie and the tail: only a step of 1 is read leaf by leaf, so
+# a step of 2 must not be taken for one (the random steps above may never draw it).
+@example(0, None, None, 2)
+@example(5, None, None, 2)
+@example(33, None, -1, -2)
+@example(100, 1, None, 2)
+@example(1100, 3, 550, 3)
+@example(1100, -40, 1100, 33)
+@example(1100, None, None, -3)
 def test_slices(n: int, start: int | None, stop: int | None, step: int | None) -> None:
     v: PVec[int] = PVec.from_iterable(range(n))
     s = slice(start, stop, step)
     got = v[s]
     assert isinstance(got, PVec)
     assert list(got) == list(range(n))[s]
-
-
-def test_slices_with_a_step_other_than_one() -> None:
-    """``v[::2]`` (every other item) and other steps give what the list's slice gives, in
-    the trie and the tail: only a step of 1 is read leaf by leaf, so a step of 2 must not
-    be taken for one (the random steps of ``test_slices`` may miss it)."""
-    for n in (0, 1, 5, 32, 33, 100, 1100):
-        v: PVec[int] = PVec.from_iterable(range(n))
-        ref = list(range(n))
-        for step in (-3, -2, -1, 1, 2, 3, 33):
-            for start, stop in [(None, None), (1, None), (None, -1), (3, n // 2), (-40, n)]:
-                s = slice(start, stop, step)
-                assert list(v[s]) == ref[s], (n, s)
 
 
 @settings(max_examples=50)
