@@ -4,6 +4,7 @@ R-A3/R-A4/R-A6 for interrupts, R-J1 tolerance, and hostile input."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 from typing import Any
 
@@ -1427,6 +1428,25 @@ def test_event_classes_are_frozen_with_type_names() -> None:
 )
 def test_rfc3339_valid(text: str, epoch: float) -> None:
     assert parse_rfc3339(text) == pytest.approx(epoch, abs=1e-6)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@given(
+    st.datetimes(min_value=datetime.datetime(1, 1, 2), max_value=datetime.datetime(9999, 12, 30)),
+    st.integers(-(23 * 60 + 59), 23 * 60 + 59),
+)
+def test_rfc3339_gives_the_instant_datetime_gives(local: datetime.datetime, offset: int) -> None:
+    # Every day of the calendar: an epoch count off by a day anywhere in four centuries shows.
+    zone = datetime.timezone(datetime.timedelta(minutes=offset))
+    instant = local.replace(tzinfo=zone)
+    sign, minutes = ("-" if offset < 0 else "+"), abs(offset)
+    text = local.strftime("%Y-%m-%dT%H:%M:%S") + f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+    if local.year < 1000:
+        text = f"{local.year:04d}" + text[len(str(local.year)) :]
+    whole = (instant.replace(microsecond=0) - _EPOCH) // datetime.timedelta(seconds=1)
+    assert parse_rfc3339(text) == whole
 
 
 @pytest.mark.parametrize(
