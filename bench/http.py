@@ -166,18 +166,18 @@ def _check(chat: Resource, count: int) -> None:
 class _Finish:
     """The observer the HTTP run is timed with: it marks the change that acknowledged the
     run (its RUN_STARTED; earlier changes are send() and SendStarting) and sets ``done``
-    when the run is over. The fake-driver run gets the same observer, so that both spans
-    do the same work per event."""
+    when the run is over, finished or failed (a run that fails before its RUN_STARTED
+    must end the wait too). The fake-driver run gets the same observer, so that both
+    spans do the same work per event."""
 
     def __init__(self, clock: Callable[[], float], done: trio.Event | None = None) -> None:
         self.clock, self.done = clock, done
         self.acked: float | None = None
 
     def __call__(self, r: Resource) -> None:
-        if self.acked is None:
-            if r.core_state.draft is not None:  # a draft exists from the RUN_STARTED on
-                self.acked = self.clock()
-        elif not r.is_loading and self.done is not None:
+        if self.acked is None and r.core_state.draft is not None:  # from the RUN_STARTED on
+            self.acked = self.clock()
+        if not r.is_loading and self.done is not None:
             self.done.set()
 
 
