@@ -142,7 +142,7 @@ def _schema_objects(tree: Tree, refs: Mapping[str, int]) -> Iterator[tuple[int, 
     with its index: not the values a keyword holds, so a property named ``minimum`` is
     not taken for the keyword."""
     index_of = {id(obj): i for i, obj in enumerate(tree.objs)}
-    todo = [0, *(i for i in refs.values() if i >= 0)]
+    todo = [*(i for i in [*refs.values()][::-1] if i >= 0), 0]  # a stack: the root first
     seen: set[int] = set()
     while todo:
         i = todo.pop()
@@ -151,20 +151,23 @@ def _schema_objects(tree: Tree, refs: Mapping[str, int]) -> Iterator[tuple[int, 
             continue
         seen.add(i)
         yield i, obj
-        children: list[object] = [obj.get(k) for k in _ONE_SCHEMA.intersection(obj)]
-        for key in _SCHEMA_LIST.intersection(obj):
-            if isinstance(obj[key], list):
-                children += obj[key]
-        for key in _SCHEMA_MAP.intersection(obj):
-            if isinstance(obj[key], dict):
-                children += obj[key].values()
-        todo += (index_of[id(c)] for c in children if isinstance(c, dict))
+        # Keys in the schema's own order, not a set's: a set of strings iterates in an
+        # order that changes between processes, and so would the problem reported first.
+        children: list[object] = []
+        for key, value in obj.items():
+            if key in _ONE_SCHEMA:
+                children.append(value)
+            if key in _SCHEMA_LIST and isinstance(value, list):
+                children += value
+            if key in _SCHEMA_MAP and isinstance(value, dict):
+                children += value.values()
+        todo += (index_of[id(c)] for c in reversed(children) if isinstance(c, dict))
 
 
 def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
     """Refuse a boolean where a schema takes a number."""
     for i, obj in _schema_objects(tree, refs):
-        for key in _NUMBERS.intersection(obj):
+        for key in [k for k in obj if k in _NUMBERS]:
             exclusive = key.startswith("exclusive")  # draft-04's are booleans
             if type(obj[key]) is not bool or (exclusive and draft == "draft-04"):
                 continue

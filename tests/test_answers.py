@@ -320,6 +320,47 @@ def test_rb3_a_boolean_where_a_number_belongs_is_a_rejected_schema(schema: Any) 
         compile_answer_schema(schema)
 
 
+_NUMBER_KEYWORDS = [
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "multipleOf",
+]
+
+
+@pytest.mark.parametrize("turn", range(len(_NUMBER_KEYWORDS)))
+def test_rb3_the_problem_named_is_the_first_in_the_schema_whatever_the_process(turn: int) -> None:
+    # A set of strings iterates in an order that changes with the process's hash seed:
+    # walked that way, the same schema named a different keyword from run to run.
+    keywords = _NUMBER_KEYWORDS[turn:] + _NUMBER_KEYWORDS[:turn]
+    first = keywords[0]
+    with pytest.raises(SchemaRejectedError, match=f"{first} at / is true"):
+        compile_answer_schema(dict.fromkeys(keywords, True))
+    nested = {k: {"minLength": True} for k in ("not", "if", "then", "else", "contains")}
+    order = list(nested)[turn % 5 :] + list(nested)[: turn % 5]
+    with pytest.raises(SchemaRejectedError, match=f"minLength at /{order[0]} is true"):
+        compile_answer_schema({k: nested[k] for k in order})
+
+
+def test_rb3_a_ref_target_outside_the_subschemas_is_looked_at_after_them() -> None:
+    # The walk is the schema's own order; a $ref that makes data a schema comes last.
+    schema = {"allOf": [{"$ref": "#/enum/0"}], "enum": [{"multipleOf": False}]}
+    with pytest.raises(SchemaRejectedError, match="multipleOf at /enum/0 is false"):
+        compile_answer_schema(schema)
+    with pytest.raises(SchemaRejectedError, match="minLength at / is true"):
+        compile_answer_schema({**schema, "minLength": True})
+    # a target already looked at as a subschema ends nothing: the other target is seen too
+    refs = [{"$ref": "#/$defs/a"}, {"$ref": "#/enum/0"}]
+    for both in (refs, refs[::-1]):
+        with pytest.raises(SchemaRejectedError, match="multipleOf at /enum/0 is false"):
+            compile_answer_schema({"allOf": both, "$defs": {"a": {}}, "enum": schema["enum"]})
+
+
 def test_rb3_booleans_that_are_schemas_or_data_are_not_numbers() -> None:
     # boolean subschemas of properties named like keywords, and booleans in data
     schema = {
