@@ -66,7 +66,7 @@ def vet_schema(tree: Tree, limits: SchemaLimits) -> dict[str, int]:
 
     Looks at every object, not only schema positions (a ``$ref`` can point
     anywhere), so a few odd but harmless schemas are refused too. Returns each
-    distinct ``$ref`` with the index of its target container (-1 for a scalar).
+    distinct ``$ref`` with the index of its target object (-1 for a boolean schema).
     """
     refs: dict[str, int] = {}
     index_of = {id(obj): i for i, obj in enumerate(tree.objs)}
@@ -89,6 +89,11 @@ def vet_schema(tree: Tree, limits: SchemaLimits) -> dict[str, int]:
                     )
                 j = tree.parents[j]
             target = _resolve_ref(tree.root, ref, where)
+            if not isinstance(target, dict | bool):  # fastjsonschema lets all pass, or fails
+                raise SchemaRejectedError(
+                    f"the $ref {ref!r} at {where} leads to {quote(target)}, not a schema "
+                    "(an object or a boolean)"
+                )
             refs[ref] = index_of.get(id(target), -1)
         pattern = obj.get("pattern")
         if isinstance(pattern, str):

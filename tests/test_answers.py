@@ -966,6 +966,17 @@ def test_rb3_refs_follow_json_pointer_escapes_and_array_indexes() -> None:
         ("#/anyOf/1", "the $ref '#/anyOf/1' at /properties/p leads nowhere"),
         ("#/anyOf/first", "the $ref '#/anyOf/first' at /properties/p leads nowhere"),
         ("#/anyOf/0/type/x", "the $ref '#/anyOf/0/type/x' at /properties/p leads nowhere"),
+        # fastjsonschema let every answer pass a $ref to an array or a string
+        (
+            "#/anyOf",
+            "the $ref '#/anyOf' at /properties/p leads to [{'type': 'string'}], not a schema "
+            "(an object or a boolean)",
+        ),
+        (
+            "#/anyOf/0/type",
+            "the $ref '#/anyOf/0/type' at /properties/p leads to 'string', not a schema "
+            "(an object or a boolean)",
+        ),
         (
             "#/a\tb",
             "the $ref '#/a\\tb' at /properties/p holds a tab or line break, which URI parsing "
@@ -977,6 +988,22 @@ def test_rb3_a_ref_that_cannot_be_followed_is_refused_with_its_reason(
     ref: object, why: str
 ) -> None:
     assert reason({"anyOf": [{"type": "string"}], "properties": {"p": {"$ref": ref}}}) == why
+
+
+def test_rb3_a_ref_to_a_boolean_schema_applies_it() -> None:
+    schema = {"definitions": {"no": False}, "properties": {"p": {"$ref": "#/definitions/no"}}}
+    validator = compile_answer_schema(schema)
+    assert validator.check({}).ok and not validator.check({"p": 1}).ok
+
+
+@pytest.mark.parametrize("scope", ["$id", "id"])
+def test_rb3_a_ref_beside_an_id_is_refused_at_any_depth(scope: str) -> None:
+    """In the root's first subschema too, and in an array's item."""
+    for schema, where in (
+        ({"not": {scope: "x", "$ref": "#"}}, "/not"),
+        ({"allOf": [{scope: "x", "$ref": "#"}]}, "/allOf/0"),
+    ):
+        assert reason(schema) == (f"the $ref at {where} is inside a subschema with its own $id/id")
 
 
 @pytest.mark.parametrize("scope", ["$id", "id"])
@@ -1442,8 +1469,8 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
             {"type": "array", "items": {"$ref": "#/allOf/0"}, "allOf": [{"type": "string"}]},
             220,
         ),
-        # a scalar target counts 1 (fastjsonschema then fails on it, but only after this)
-        ({"type": "array", "items": {"$ref": "#/const"}, "const": 3}, 141),
+        # a boolean target (a schema since draft-06) counts 1
+        ({"type": "array", "items": {"$ref": "#/const"}, "const": True}, 141),
         (  # two $refs with one spelling: one function
             {
                 "properties": {"a": {"$ref": "#/definitions/s"}, "b": {"$ref": "#/definitions/s"}},
