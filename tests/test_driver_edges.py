@@ -100,6 +100,31 @@ def test_R_I2_an_observer_unsubscribed_inside_a_notification_is_not_called_again
     assert chat.error is None and chat.messages[-1].content == "Hello."
 
 
+def test_R_I2_a_round_reaches_every_other_observer_after_one_changes_the_subscriptions() -> None:
+    """R-I2: an observer that unsubscribes another, and subscribes a new one, inside a
+    notification leaves the rest of that round alone: the observers after it are still
+    called; the new one is called from the next change on."""
+    chat = FakeDriver(ScriptedAgent()).chat()
+    seen: dict[str, list[int]] = {name: [] for name in "abcd"}
+
+    def record(name: str) -> Any:
+        return lambda resource: seen[name].append(resource.state["n"])
+
+    def rewire(resource: Any) -> None:
+        seen["a"].append(resource.state["n"])
+        if resource.state["n"] == 1:
+            end_b()
+            chat.subscribe(record("d"))
+
+    chat.subscribe(rewire)
+    end_b = chat.subscribe(record("b"))
+    chat.subscribe(record("c"))
+    chat.set_state({"n": 1})
+    chat.set_state({"n": 2})
+    assert seen == {"a": [1, 2], "b": [], "c": [1, 2], "d": [2]}
+    assert chat.error is None
+
+
 def test_run_until_idle_returns_the_steps_it_took() -> None:
     """reference.md: it returns the steps taken, as many as step() would have taken."""
 
