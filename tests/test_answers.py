@@ -1058,6 +1058,10 @@ def test_rb3_defaults_are_never_written_into_the_answer() -> None:
     assert "approved" not in answer
     frozen = freeze({"meta": {}})
     assert validator.check(frozen).ok and frozen == {"meta": {}}
+    # Not into the private copy either: a default filled in there would be checked by
+    # the keywords after it, and an empty answer that maxProperties 0 allows refused.
+    filled = {"allOf": [{"properties": {"a": {"default": 1}}}, {"maxProperties": 0}]}
+    assert compile_answer_schema(filled).check({}).ok
 
 
 def test_rb3_the_schema_is_not_modified() -> None:
