@@ -1469,6 +1469,16 @@ def test_rb3_regex_format_answers_are_bounded_and_never_crash() -> None:
             },
             222,
         ),
+        (  # two levels down: the target counts in the root's check too (42 + 24 for the
+            # root, 14 + 16 for properties and the $ref, 14 + 45 + 45 for definitions, s
+            # and its function)
+            {
+                "type": "object",
+                "properties": {"a": {"$ref": "#/definitions/s"}},
+                "definitions": {"s": {"type": "string"}},
+            },
+            200,
+        ),
         (  # a $ref into an array: as above, less 1 for the list's key (in 2 checks)
             {"type": "array", "items": {"$ref": "#/allOf/0"}, "allOf": [{"type": "string"}]},
             220,
