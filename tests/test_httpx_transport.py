@@ -30,7 +30,7 @@ from asgi_support import request_body
 from hypercorn.config import Config
 
 from interlude.adapters.httpx import ERROR_BODY_LIMIT, HttpxTransport, retry_after
-from interlude.adapters.inflate import SLICE
+from interlude.adapters.inflate import SLICE, Inflater
 from interlude.adapters.sse import SSEParser
 from interlude.core.errors import ProtocolError, TransportError, UsageError
 
@@ -1012,7 +1012,20 @@ def test_the_transport_asks_only_for_the_codings_it_reads() -> None:
     assert seen == [[b"gzip, deflate"], [b"identity"], [b"gzip, deflate"]]
 
 
-def test_a_compressed_error_body_is_read_only_up_to_the_limit() -> None:
+def test_a_compressed_error_body_is_read_only_up_to_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    inflated = 0
+    slices = Inflater.slices
+
+    def counted(self: Inflater, data: bytes) -> Iterator[bytes]:
+        nonlocal inflated
+        for piece in slices(self, data):
+            inflated += len(piece)
+            yield piece
+
+    monkeypatch.setattr(Inflater, "slices", counted)
+
     async def handler(request: Request, send: Send) -> None:
         bomb = gzip.compress(b"overloaded " + b"z" * (64 << 20))
         await encoded(send, bomb, b"gzip", status=503, content_type=b"text/plain")
@@ -1024,6 +1037,34 @@ def test_a_compressed_error_body_is_read_only_up_to_the_limit() -> None:
         assert caught.value.body == ("overloaded " + "z" * (64 << 20))[:ERROR_BODY_LIMIT]
 
     trio.run(main)
+    # The rest of the bomb is never inflated: not even the rest of the read it came in.
+    assert inflated <= 4 * SLICE
+
+
+def test_an_endless_error_body_is_read_only_up_to_the_limit() -> None:
+    reads = 0
+
+    async def endless() -> AsyncIterator[bytes]:
+        nonlocal reads
+        while True:
+            reads += 1
+            await anyio.lowlevel.checkpoint()  # as a socket read would: cancellable
+            yield b"busy " * 200
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, headers={"Content-Type": "text/plain"}, content=endless())
+
+    async def main() -> None:
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
+            HttpxTransport("http://agent.test/", client=client, read_timeout=5) as transport,
+        ):
+            with pytest.raises(TransportError, match="HTTP 503") as caught:
+                await collect(transport)
+        assert caught.value.body == ("busy " * 1000)[:ERROR_BODY_LIMIT]
+
+    trio.run(main)
+    assert reads <= ERROR_BODY_LIMIT // 1000 + 2  # not read on until read_timeout
 
 
 def test_a_frame_over_the_limit_is_a_protocol_error() -> None:
