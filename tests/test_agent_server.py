@@ -738,6 +738,24 @@ def test_requests_are_recorded_with_body_and_headers() -> None:
 # -- interop and entry point ---------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 'h\u00e9 "q" \\ \n \ud800'},
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": "hmm"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 5},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": None, "delta": "x"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x", "timestamp": 1},
+    ],
+    ids=["text", "reasoning", "number-delta", "null-id", "four-keys"],
+)
+def test_encode_frame_writes_an_event_as_its_json(event: dict[str, Any]) -> None:
+    """The fast path for bare text deltas writes what the general one does, and leaves
+    alone another event with the same keys (it keeps its own type) or other values."""
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    assert encode_frame(event) == b"data: " + data.encode("utf-8", "backslashreplace") + b"\n\n"
+
+
 def test_official_encoder_frames_parse_the_same_as_ours() -> None:
     encoder = EventEncoder()
     assert encoder.get_content_type() == "text/event-stream"
