@@ -28,7 +28,13 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from interlude.adapters import agent_scenarios
-from interlude.adapters.agent import Fault, ReferenceAgent, encode_frame, serve_agent
+from interlude.adapters.agent import (
+    MAX_BODY_BYTES,
+    Fault,
+    ReferenceAgent,
+    encode_frame,
+    serve_agent,
+)
 
 NOW = 1_800_000_000.0
 EVENTS = pydantic.TypeAdapter(AgUiEvent)
@@ -364,8 +370,22 @@ def test_bad_requests_are_refused_before_any_stream() -> None:
             assert (await client.post("/", json=ok)).status_code == 200
         get = await client.get("/")
         assert get.status_code == 405
+        assert get.headers.get_list("content-type") == ["text/plain; charset=utf-8"]
+        assert missing.headers.get_list("content-type") == ["application/json"]
         assert agent.requests[0].body == {"threadId": "t", "messages": []}
         assert agent.requests[1].body is None and agent.requests[1].raw == b"{nope"
+
+    with_agent(body)
+
+
+def test_a_request_body_over_max_body_bytes_is_refused_with_413() -> None:
+    head = b'{"threadId":"t","runId":"r","messages":[]}'
+
+    async def body(agent: ReferenceAgent, client: httpx.AsyncClient) -> None:
+        padded = head + b" " * (MAX_BODY_BYTES - len(head))  # exactly the limit: taken
+        assert (await client.post("/", content=padded)).status_code == 200
+        over = await client.post("/", content=padded + b" ")
+        assert (over.status_code, over.text) == (413, "request body too large")
 
     with_agent(body)
 
