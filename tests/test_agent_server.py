@@ -381,6 +381,8 @@ def test_bad_requests_are_refused_before_any_stream() -> None:
 def test_a_request_body_over_max_body_bytes_is_refused_with_413() -> None:
     head = b'{"threadId":"t","runId":"r","messages":[]}'
 
+    assert MAX_BODY_BYTES == 8 * 1024 * 1024  # reference.md says 8 MiB
+
     async def body(agent: ReferenceAgent, client: httpx.AsyncClient) -> None:
         padded = head + b" " * (MAX_BODY_BYTES - len(head))  # exactly the limit: taken
         assert (await client.post("/", content=padded)).status_code == 200
@@ -765,7 +767,7 @@ def test_requests_are_recorded_with_body_and_headers() -> None:
         {"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": "hmm"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": 5},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": None, "delta": "x"},
-        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x", "timestamp": 1},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "\u00e9", "timestamp": 1},
     ],
     ids=["text", "reasoning", "number-delta", "null-id", "four-keys"],
 )
@@ -774,6 +776,11 @@ def test_encode_frame_writes_an_event_as_its_json(event: dict[str, Any]) -> None
     alone another event with the same keys (it keeps its own type) or other values."""
     data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
     assert encode_frame(event) == b"data: " + data.encode("utf-8", "backslashreplace") + b"\n\n"
+
+
+def test_encode_frame_refuses_a_value_json_has_not() -> None:
+    with pytest.raises(ValueError):
+        encode_frame({"type": "CUSTOM", "name": "n", "value": float("nan")})
 
 
 def test_official_encoder_frames_parse_the_same_as_ours() -> None:
