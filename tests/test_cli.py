@@ -472,6 +472,8 @@ def test_more_bad_arguments_are_usage_errors_with_the_chat_usage(
     ("args", "says"),
     [
         (["--port", "99999"], "a port is a number from 0 to 65535"),
+        (["--port", "65536"], "a port is a number from 0 to 65535"),
+        (["--port", "-1"], "a port is a number from 0 to 65535"),
         (["--port", "http"], "a port is a number from 0 to 65535"),
         (["--expires-in", "inf"], "an interrupt lifetime is a number of seconds"),
     ],
