@@ -147,7 +147,8 @@ def _schema_objects(tree: Tree, refs: Mapping[str, int]) -> Iterator[tuple[int, 
     with its index: not the values a keyword holds, so a property named ``minimum`` is
     not taken for the keyword."""
     index_of = {id(obj): i for i, obj in enumerate(tree.objs)}
-    todo = [*(i for i in [*refs.values()][::-1] if i >= 0), 0]  # a stack: the root first
+    todo = [i for i in reversed(list(refs.values())) if i >= 0]  # a stack: $ref targets last,
+    todo.append(0)  # after the whole walk from the root
     seen: set[int] = set()
     while todo:
         i = todo.pop()
@@ -172,9 +173,11 @@ def _schema_objects(tree: Tree, refs: Mapping[str, int]) -> Iterator[tuple[int, 
 def vet_numbers(tree: Tree, refs: Mapping[str, int], draft: str) -> None:
     """Refuse a boolean where a schema takes a number."""
     for i, obj in _schema_objects(tree, refs):
-        for key in [k for k in obj if k in _NUMBERS]:
+        for key in obj:  # in the schema's order, so the first problem is named
+            if key not in _NUMBERS or type(obj[key]) is not bool:
+                continue
             exclusive = key.startswith("exclusive")  # draft-04's are booleans
-            if type(obj[key]) is not bool or (exclusive and draft == "draft-04"):
+            if exclusive and draft == "draft-04":
                 continue
             where, value = tree.pointer(i) or "/", json.dumps(obj[key])
             if exclusive:
