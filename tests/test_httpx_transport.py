@@ -1054,16 +1054,9 @@ def test_an_endless_error_body_is_read_only_up_to_the_limit() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(503, headers={"Content-Type": "text/plain"}, content=endless())
 
-    async def main() -> None:
-        async with (
-            httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client,
-            HttpxTransport("http://agent.test/", client=client, read_timeout=5) as transport,
-        ):
-            with pytest.raises(TransportError, match="HTTP 503") as caught:
-                await collect(transport)
-        assert caught.value.body == ("busy " * 1000)[:ERROR_BODY_LIMIT]
-
-    trio.run(main)
+    with pytest.raises(TransportError, match="HTTP 503") as caught:
+        trio.run(_mock_collect, handler)
+    assert caught.value.body == ("busy " * 1000)[:ERROR_BODY_LIMIT]
     assert reads <= ERROR_BODY_LIMIT // 1000 + 2  # not read on until read_timeout
 
 
