@@ -153,7 +153,7 @@ def _schema_objects(tree: Tree, refs: Mapping[str, int]) -> Iterator[tuple[int, 
     while todo:
         i = todo.pop()
         obj = tree.objs[i]
-        if i in seen or not isinstance(obj, dict):
+        if i in seen:  # a $ref target also reached as a subschema
             continue
         seen.add(i)
         yield i, obj
