@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # through a tree of symlinks laid out as the installed package.
 MYPY_TREE := .mypy-tree
 
-.PHONY: all demo test lint typecheck unit property bench install-check clean
+.PHONY: all demo test lint typecheck unit property bench install-check mutation mutation-file clean
 
 all: test
 
@@ -28,8 +28,8 @@ demo: $(STAMP)
 	$(BIN)/python -m interlude.adapters.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check core adapters tests property_tests bench conftest.py
-	$(BIN)/ruff format --check core adapters tests property_tests bench conftest.py
+	$(BIN)/ruff check core adapters tests property_tests bench conftest.py .ci/mutation
+	$(BIN)/ruff format --check core adapters tests property_tests bench conftest.py .ci/mutation
 
 typecheck: $(STAMP) $(MYPY_TREE)/interlude/core
 	cd $(MYPY_TREE) && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml -p interlude.core -p interlude.adapters
@@ -56,5 +56,18 @@ install-check:
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+# Mutation testing, by hand (not in CI): make mutation FILE=core/commands.py [ARGS='--lines 10-40'].
+# The coverage map is rebuilt when a library or test file changed (about 8 minutes).
+MUTATION_SOURCES := $(shell git ls-files core adapters tests property_tests conftest.py 2>/dev/null)
+
+.mutation/cover.json: $(STAMP) $(MUTATION_SOURCES) .ci/mutation/mutation_plugin.py
+	$(BIN)/python .ci/mutation/run.py cover
+
+mutation: mutation-file .mutation/cover.json
+	$(BIN)/python .ci/mutation/run.py run $(FILE) $(ARGS)
+
+mutation-file:
+	@test -n "$(FILE)" || { echo "usage: make mutation FILE=core/commands.py [ARGS='--lines 10-40 -j 2']"; exit 2; }
+
 clean:
-	rm -rf $(VENV) $(MYPY_TREE) build *.egg-info
+	rm -rf $(VENV) $(MYPY_TREE) .mutation build *.egg-info
