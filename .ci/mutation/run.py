@@ -11,9 +11,10 @@ Each mutant is imported in place of its module by ``sitecustomize.py`` (this
 directory goes on PYTHONPATH), so the checkout is never written and two runs
 may share it. A mutant runs only the tests that execute one of its lines (from
 the coverage map), the test file named after its module first, and stops at
-the first failure. Module-level lines run at import, outside any test, so
-their mutants run every test. Results go to ``.mutation/<file>.tsv``; a
-survivor is a gap in the tests or an equivalent mutant, to be read by hand.
+the first failure, the quickest tests first. Module-level lines run at import,
+outside any test, so their mutants run every test. Results go to
+``.mutation/<file>.tsv``; a survivor is a gap in the tests or an equivalent
+mutant, to be read by hand.
 """
 
 from __future__ import annotations
@@ -123,16 +124,19 @@ def _module_level(source: str) -> set[int]:
 
 
 def _tests_for(path: str, m: Mutant, cover_map: dict, module_level: set[int]) -> list[str] | None:
-    """The test ids that run the mutant's lines, its module's test file first;
-    [] for every test; None when no test runs them."""
+    """The test ids that run the mutant's lines (every test for a line that runs at
+    import), its module's test file first; None when no test runs them."""
+    durations = cover_map["durations"]
     if m.line in module_level:
-        return []
-    lines = cover_map["lines"].get(path, {})
-    ids = {t for n in range(m.line, m.end_line + 1) for t in lines.get(str(n), ())}
+        ids = set(durations)
+    else:
+        lines = cover_map["lines"].get(path, {})
+        ids = {t for n in range(m.line, m.end_line + 1) for t in lines.get(str(n), ())}
     if not ids:
         return None
+    # The quickest first: a mutant most tests notice is killed in a second or two.
     stem = Path(path).stem.lstrip("_")
-    return sorted(ids, key=lambda t: (stem not in t.split("::")[0], t))
+    return sorted(ids, key=lambda t: (stem not in t.split("::")[0], durations.get(t, 0.0), t))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -169,10 +173,11 @@ def run(args: argparse.Namespace) -> None:
             MUTANT_ORIGIN=str(ROOT / path),
             MUTANT_SOURCE=str(mutant_file),
         )
-        budget = sum(durations.get(t, 1.0) for t in tests) if tests else 300.0
+        # A hang is a kill: three times the tests' traced time, or --timeout when given tests.
+        budget = sum(durations.get(t, args.timeout) for t in tests)
         timeout = min(args.timeout, 3 * budget + 30)
         started = time.perf_counter()
-        outcome, by = _pytest(list(tests) or list(SUITES), env, timeout)
+        outcome, by = _pytest(list(tests), env, timeout)
         return m, outcome, by, time.perf_counter() - started
 
     counts: dict[str, int] = {}
