@@ -23,6 +23,7 @@ import pexpect
 import pytest
 import trio
 
+from interlude.adapters import agent as agent_module
 from interlude.adapters import cli as cli_module
 from interlude.adapters.agent import Fault, ReferenceAgent, serve_agent
 from interlude.adapters.agent import main as agent_main
@@ -484,6 +485,28 @@ def test_the_agent_command_refuses_bad_arguments(
     with pytest.raises(SystemExit) as exited:
         agent_main(args)
     assert exited.value.code == 2 and says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "serves_on"),
+    [
+        ([], ("127.0.0.1", 8000)),
+        (["--port", "0"], ("127.0.0.1", 0)),
+        (["--port", "65535", "--host", "::1"], ("::1", 65535)),
+    ],
+)
+def test_the_agent_command_takes_every_port_from_0_to_65535(
+    args: list[str], serves_on: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bounds are ports too (the refusals are above), and 8000 is the default."""
+    served: list[tuple[str, int]] = []
+
+    async def serve(agent: ReferenceAgent, host: str, port: int) -> None:
+        served.append((host, port))
+
+    monkeypatch.setattr(agent_module, "_serve_until_signalled", serve)
+    assert agent_main(args) == 0
+    assert served == [serves_on]
 
 
 def test_the_agent_command_says_why_it_cannot_serve(capsys: pytest.CaptureFixture[str]) -> None:
