@@ -143,10 +143,13 @@ class AgentApp:
         if scope["type"] != "http":
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        raw = await _read_body(receive)
-        if raw is None:
+        try:
+            raw = await _read_body(receive)
+        except _TooLarge:
             await _respond(send, 413, "request body too large")
             return
+        if raw is None:
+            return  # the client left mid-body: no request to record or answer
         body = _parse(raw)
         too_deep = body is _TOO_DEEP
         if too_deep:
@@ -209,21 +212,25 @@ async def _cancel_on_disconnect(receive: ASGIReceiveCallable, scope: trio.Cancel
     scope.cancel()
 
 
+class _TooLarge(Exception):
+    """The request body went past MAX_BODY_BYTES."""
+
+
 async def _read_body(receive: ASGIReceiveCallable) -> bytes | None:
+    """The whole request body; None if the client left before sending all of it."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            break
+            return None  # http.disconnect
         chunk = message["body"]
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            return None
+            raise _TooLarge
         chunks.append(chunk)
         if not message["more_body"]:
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
 
 
 async def _respond(

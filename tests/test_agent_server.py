@@ -17,6 +17,7 @@ import httpx
 import pydantic
 import pytest
 import trio
+import trio.testing
 from ag_ui.core import (
     Event as AgUiEvent,
 )
@@ -30,6 +31,7 @@ from ag_ui.encoder import EventEncoder
 from interlude.adapters import agent_scenarios
 from interlude.adapters.agent import (
     MAX_BODY_BYTES,
+    AgentApp,
     Fault,
     ReferenceAgent,
     encode_frame,
@@ -390,6 +392,79 @@ def test_a_request_body_over_max_body_bytes_is_refused_with_413() -> None:
         assert (over.status_code, over.text) == (413, "request body too large")
 
     with_agent(body)
+
+
+class InProcess:
+    """Calls the agent's ASGI app directly, as a server would: ``incoming`` is what
+    ``receive`` returns in turn (then it waits, a client that stays); every message
+    the app sends is kept with trio's clock at the time."""
+
+    def __init__(self, agent: ReferenceAgent, *incoming: dict[str, Any]) -> None:
+        self.app = AgentApp(agent)
+        self.incoming = list(incoming)
+        self.received = 0
+        self.sent: list[tuple[float, dict[str, Any]]] = []
+
+    async def receive(self) -> dict[str, Any]:
+        self.received += 1
+        if self.incoming:
+            return self.incoming.pop(0)
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append((trio.current_time(), message))
+
+    def call(self, scope: dict[str, Any]) -> InProcess:
+        async def main() -> None:
+            with trio.fail_after(60):  # on the mock clock: a hang fails at once
+                await self.app(scope, self.receive, self.send)  # type: ignore[arg-type]
+
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        return self
+
+
+HTTP_POST = {"type": "http", "method": "POST", "path": "/", "headers": []}
+
+
+def test_the_delay_fault_waits_before_the_first_event_then_between_events() -> None:
+    """Fault.delay(before, between): ``before`` once, then ``between`` before each later
+    frame, none before the first (the clock is trio's mock clock: exact times)."""
+    agent = ReferenceAgent(clock=lambda: NOW)
+    agent.faults.append(Fault.delay(before=0.5, between=0.25))
+    raw = json.dumps(run_input("t", "r1", [user("a b c")])).encode()
+    done = InProcess(agent, {"type": "http.request", "body": raw, "more_body": False})
+    done.call(HTTP_POST)
+    frames = [(t, m) for t, m in done.sent if m["type"] == "http.response.body" and m["body"]]
+    began, start = done.sent[0]
+    assert began == 0.0 and start["type"] == "http.response.start" and start["status"] == 200
+    assert len(frames) > 3
+    assert [t for t, _ in frames] == [0.5 + 0.25 * k for k in range(len(frames))]
+    assert done.sent[-1][1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+def test_a_client_that_leaves_mid_body_is_neither_recorded_nor_answered() -> None:
+    """The read ends at the disconnect (no second receive after it), and the half body
+    is not taken for a malformed request."""
+    agent = ReferenceAgent(clock=lambda: NOW)
+    left = InProcess(
+        agent,
+        {"type": "http.request", "body": b'{"threadId": "t", "ru', "more_body": True},
+        {"type": "http.disconnect"},
+    ).call(HTTP_POST)
+    assert left.received == 2 and left.sent == [] and agent.requests == []
+
+
+def test_the_app_answers_the_lifespan_protocol_and_returns_at_shutdown() -> None:
+    agent = ReferenceAgent(clock=lambda: NOW)
+    life = InProcess(agent, {"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}).call(
+        {"type": "lifespan"}
+    )
+    assert [m for _, m in life.sent] == [
+        {"type": "lifespan.startup.complete"},
+        {"type": "lifespan.shutdown.complete"},
+    ]
+    assert life.received == 2
 
 
 def test_a_long_count_of_thousands_of_digits_is_capped_not_a_500(
