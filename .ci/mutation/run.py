@@ -12,7 +12,8 @@ directory goes on PYTHONPATH), so the checkout is never written and two runs
 may share it. A mutant runs only the tests that execute one of its lines (from
 the coverage map), the test file named after its module first, and stops at
 the first failure, the quickest tests first. Module-level lines run at import,
-outside any test, so their mutants run every test. Results go to
+outside any test, so their mutants run every test (as do those of lines no test
+was seen to run, such as a function called at import). Results go to
 ``.mutation/<file>.tsv``; a survivor is a gap in the tests or an equivalent
 mutant, to be read by hand.
 """
@@ -123,17 +124,16 @@ def _module_level(source: str) -> set[int]:
     return set(range(1, source.count("\n") + 2)) - inside
 
 
-def _tests_for(path: str, m: Mutant, cover_map: dict, module_level: set[int]) -> list[str] | None:
-    """The test ids that run the mutant's lines (every test for a line that runs at
-    import), its module's test file first; None when no test runs them."""
+def _tests_for(path: str, m: Mutant, cover_map: dict, module_level: set[int]) -> list[str]:
+    """The test ids that run the mutant's lines (every test for a line no test
+    was seen to run), its module's test file first, then the quickest."""
     durations = cover_map["durations"]
-    if m.line in module_level:
+    lines = cover_map["lines"].get(path, {})
+    ids = {t for n in range(m.line, m.end_line + 1) for t in lines.get(str(n), ())}
+    if m.line in module_level or not ids:
+        # Code that runs at import (a module's top level, or a function it calls
+        # then) is traced outside every test: any test may depend on it.
         ids = set(durations)
-    else:
-        lines = cover_map["lines"].get(path, {})
-        ids = {t for n in range(m.line, m.end_line + 1) for t in lines.get(str(n), ())}
-    if not ids:
-        return None
     # The quickest first: a mutant most tests notice is killed in a second or two.
     stem = Path(path).stem.lstrip("_")
     return sorted(ids, key=lambda t: (stem not in t.split("::")[0], durations.get(t, 0.0), t))
@@ -159,8 +159,6 @@ def run(args: argparse.Namespace) -> None:
 
     def one(m: Mutant) -> tuple[Mutant, str, str, float]:
         tests = explicit if explicit else _tests_for(path, m, cover_map, module_level)
-        if tests is None:
-            return m, "no tests", "", 0.0
         text = apply(source, m)
         try:
             compile(text, path, "exec", dont_inherit=True)
@@ -188,7 +186,7 @@ def run(args: argparse.Namespace) -> None:
             counts[key] = counts.get(key, 0) + 1
             out.write(f"{m.id}\t{m.line}\t{outcome}\t{m.what}\t{by}\t{seconds:.1f}\n")
             out.flush()
-            if key in ("survived", "no", "invalid"):
+            if key in ("survived", "invalid"):
                 print(f"{outcome:>9}  {m.describe()}", flush=True)
     print(f"{path}: {len(chosen)} mutants, " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     print(f"report: {report}")
