@@ -392,6 +392,7 @@ def test_content_parts_read_as_ag_ui_1_0_defines_them() -> None:
             {"type": "image", "source": {"type": "s3", "value": "k"}},
             {"type": "video", "source": {"type": "url", "value": "v", "etag": "x"}},
             {"type": "document", "source": {"type": "file", "value": "f", "provider": "openai"}},
+            {"type": "audio", "source": {"type": "file", "value": "g", "provider": None}},
         ],
     }
     m = decode_message(raw)
@@ -400,6 +401,7 @@ def test_content_parts_read_as_ag_ui_1_0_defines_them() -> None:
         {"type": "text", "text": "look"},
         {"type": "video", "source": {"type": "url", "value": "v"}},
         {"type": "document", "source": {"type": "file", "value": "f", "provider": "openai"}},
+        {"type": "audio", "source": {"type": "file", "value": "g"}},  # provider is optional
     )
     tool = decode_message(
         {"id": "t", "role": "tool", "toolCallId": "c", "content": [{"type": "text", "text": "42"}]}
@@ -417,6 +419,14 @@ def test_content_parts_read_as_ag_ui_1_0_defines_them() -> None:
         (
             {"type": "audio", "source": {"type": "data", "value": "x"}},
             r"content\[0\]\.source: a data source needs 'mimeType'",
+        ),
+        (
+            {"type": "image", "source": {"type": "data", "mimeType": "image/png"}},
+            r"content\[0\]\.source: a data source needs 'value'",
+        ),
+        (
+            {"type": "document", "source": {"type": "file", "provider": "openai"}},
+            r"content\[0\]\.source: a file source needs 'value'",
         ),
         (
             {"type": "image", "source": {"type": "url", "value": "v", "mimeType": 1}},
