@@ -41,6 +41,7 @@ from interlude.core.wire import (
     UnknownOutcome,
     UserMessage,
     WireError,
+    content_parts,
     decode_event,
     decode_frame,
     decode_message,
@@ -407,6 +408,15 @@ def test_content_parts_read_as_ag_ui_1_0_defines_them() -> None:
         {"id": "t", "role": "tool", "toolCallId": "c", "content": [{"type": "text", "text": "42"}]}
     )
     assert isinstance(tool, ToolMessage) and tool.content == ({"type": "text", "text": "42"},)
+
+
+def test_content_parts_leaves_out_what_ag_ui_does_not_define_unless_strict() -> None:
+    """reference.md: ``content_parts(parts)`` reads as a frame's content is read;
+    ``strict=True`` refuses instead, as ``send`` does with an application's own parts."""
+    parts = [{"type": "text", "text": "a", "score": 1}, {"type": "binary", "url": "u"}]
+    assert content_parts(parts) == ({"type": "text", "text": "a"},)
+    with pytest.raises(WireError, match=r"^content part 0 at score: AG-UI 1\.0 defines no such"):
+        content_parts(parts, strict=True)
 
 
 @pytest.mark.parametrize(
