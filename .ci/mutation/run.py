@@ -38,7 +38,7 @@ ROOT = HERE.parents[1]
 OUT = ROOT / ".mutation"
 COVER = OUT / "cover.json"
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
-SUITES = ("tests", "property_tests")
+SUITES = ("tests", "property_tests")  # in this order: the quicker first
 
 
 def module_name(path: str) -> str:
@@ -80,6 +80,8 @@ def _pytest(args: list[str], env: dict[str, str], timeout: float) -> tuple[str, 
     failed = next((ln.split()[1] for ln in out.splitlines() if ln.startswith("FAILED ")), "")
     if p.returncode == 0:
         return "survived", ""
+    if p.returncode == 4 and ("no match in any of" in out or "not found:" in out):
+        return "stale map", "a test id the coverage map holds is gone: run `cover` again"
     if p.returncode == 1:
         return "killed", failed
     return f"error {p.returncode}", out.strip().splitlines()[-1] if out.strip() else ""
@@ -112,6 +114,21 @@ def cover(jobs: int) -> None:
     print(f"cover: {len(durations)} tests, {len(merged)} library files -> {COVER}")
 
 
+def _require_fresh_map() -> None:
+    """Refuse a coverage map older than a library or test file: its line numbers and
+    test ids may no longer be true."""
+    if not COVER.exists():
+        raise SystemExit(f"no coverage map: run `{Path(sys.argv[0]).name} cover` first")
+    built = COVER.stat().st_mtime
+    for top in ("core", "adapters", *SUITES):
+        for f in (ROOT / top).rglob("*.py"):
+            if f.stat().st_mtime > built:
+                raise SystemExit(
+                    f"the coverage map is older than {f.relative_to(ROOT)}: run "
+                    f"`{Path(sys.argv[0]).name} cover` again (or `make mutation`, which does)"
+                )
+
+
 def _module_level(source: str) -> set[int]:
     """Lines that run at import: outside every function body."""
     import ast
@@ -133,7 +150,7 @@ def _tests_for(path: str, m: Mutant, cover_map: dict, module_level: set[int]) ->
     if m.line in module_level or not ids:
         # Code that runs at import (a module's top level, or a function it calls
         # then) is traced outside every test: any test may depend on it.
-        ids = set(durations)
+        return list(SUITES)
     # The quickest first: a mutant most tests notice is killed in a second or two.
     stem = Path(path).stem.lstrip("_")
     return sorted(ids, key=lambda t: (stem not in t.split("::")[0], durations.get(t, 0.0), t))
@@ -150,6 +167,8 @@ def run(args: argparse.Namespace) -> None:
         lo, hi = (int(n) for n in args.lines.split("-"))
         chosen = [m for m in chosen if lo <= m.line <= hi]
     explicit = args.tests.split(",") if args.tests else None
+    if not explicit:
+        _require_fresh_map()
     cover_map = None if explicit else json.loads(COVER.read_text())
     module_level = _module_level(source)
     durations = {} if explicit else cover_map["durations"]
@@ -186,7 +205,7 @@ def run(args: argparse.Namespace) -> None:
             counts[key] = counts.get(key, 0) + 1
             out.write(f"{m.id}\t{m.line}\t{outcome}\t{m.what}\t{by}\t{seconds:.1f}\n")
             out.flush()
-            if key in ("survived", "invalid"):
+            if key in ("survived", "invalid", "stale"):
                 print(f"{outcome:>9}  {m.describe()}", flush=True)
     print(f"{path}: {len(chosen)} mutants, " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     print(f"report: {report}")
