@@ -595,12 +595,21 @@ def test_run_input_from_the_reference_sdk() -> None:
     assert "protocolVersion" not in encode_run_input(inp)
 
 
+def test_null_tools_and_context_read_as_none() -> None:
+    """A JSON writer of None sends null for them: absent means none."""
+    inp = decode_run_input({"threadId": "t", "runId": "r", "tools": None, "context": None})
+    assert inp.tools == () and inp.context == ()
+
+
 @pytest.mark.parametrize(
     ("patch", "where"),
     [
         ({"threadId": 1}, "threadId"),
         ({"messages": {}}, "messages"),
         ({"tools": [{"name": "x"}]}, "'description'"),
+        ({"tools": "x"}, "at tools: expected an array of tools, got the string 'x'"),
+        ({"tools": [{"name": 1}]}, r"at tools\[0\]\.name: expected a string"),
+        ({"context": {}}, "at context: expected an array of context entries"),
         ({"resume": [{"interruptId": "a", "status": "maybe"}]}, r"resume\[0\]\.status"),
         ({"resume": [{"interruptId": "a", "status": "resolved", "metadata": 1}]}, "metadata"),
     ],
