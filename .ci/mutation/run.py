@@ -84,7 +84,9 @@ def _pytest(args: list[str], env: dict[str, str], timeout: float) -> tuple[str, 
         return "stale map", "a test id the coverage map holds is gone: run `cover` again"
     if p.returncode == 1:
         return "killed", failed
-    return f"error {p.returncode}", out.strip().splitlines()[-1] if out.strip() else ""
+    # 2-4: the mutant broke an import or collection (the suite passes without it).
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    return "killed", f"pytest exit {p.returncode}: {last}"
 
 
 def cover(jobs: int) -> None:
@@ -96,9 +98,9 @@ def cover(jobs: int) -> None:
     for i, part in enumerate(parts):
         env = _env(MUTATION_COVER=str(OUT / f"cover.{i}.json"))
         cmd = [PYTHON, "-m", "pytest", "-p", "mutation_plugin", "-p", "no:cacheprovider", "-q"]
-        log = (OUT / f"cover.{i}.log").open("w")
-        procs.append(subprocess.Popen([*cmd, *part], cwd=ROOT, env=env, stdout=log, stderr=log))
-    if any(p.wait() != 0 for p in procs):
+        with (OUT / f"cover.{i}.log").open("w") as log:
+            procs.append(subprocess.Popen([*cmd, *part], cwd=ROOT, env=env, stdout=log, stderr=log))
+    if [p.wait() for p in procs] != [0] * jobs:
         raise SystemExit(f"the suite fails under the tracer: see {OUT}/cover.*.log")
     merged: dict[str, dict[str, list[str]]] = {}
     durations: dict[str, float] = {}
