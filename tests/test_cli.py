@@ -779,3 +779,62 @@ def test_a_long_session_remembers_only_the_notes_the_state_still_holds(
     for n in range(1, turns + 1):  # each run's note shown, and only once
         assert err.count(f"'X_PROGRESS_{n}',") == 1, err
     assert len(sessions[0]._warned) <= MAX_WARNINGS
+
+
+def test_the_log_numbers_requests_keeps_raw_frames_and_re_raises_a_failure() -> None:
+    """--log: each request numbered in turn, a frame that is not JSON logged as text, a
+    transport's failure logged with its status and raised on (not swallowed: the attempt
+    must fail as it would without the log), the inner stream closed."""
+    from interlude.adapters.cli_log import LoggingTransport
+
+    closed: list[int] = []
+
+    class Inner:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def stream(self, body: bytes) -> Any:
+            self.calls += 1
+            try:
+                yield '{"type": "RUN_STARTED", "note": "é"}'
+                yield "not json"
+                if self.calls == 2:
+                    raise TransportError("HTTP 503 from the endpoint", retryable=True, status=503)
+            finally:
+                closed.append(self.calls)
+
+    sink = io.StringIO()
+    log = LoggingTransport(Inner(), sink, clock=lambda: 0.0)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        assert [d async for d in log.stream(b'{"runId": "r1"}')] == [
+            '{"type": "RUN_STARTED", "note": "é"}',
+            "not json",
+        ]
+        with pytest.raises(TransportError, match="HTTP 503"):
+            async for _ in log.stream(b"{not json"):
+                pass
+
+    trio.run(main)
+    lines = [json.loads(line) for line in sink.getvalue().splitlines()]
+    assert [(x["direction"], x["request"]) for x in lines] == [
+        ("send", 1),
+        ("receive", 1),
+        ("receive", 1),
+        ("send", 2),
+        ("receive", 2),
+        ("receive", 2),
+        ("error", 2),
+    ]
+    assert lines[0]["body"] == {"runId": "r1"} and lines[3]["raw"] == "{not json"
+    assert lines[1]["data"]["note"] == "é" and "é" in sink.getvalue()  # not \u00e9
+    assert lines[2]["raw"] == "not json"
+    assert lines[6] == {
+        "ts": "1970-01-01T00:00:00.000Z",
+        "direction": "error",
+        "request": 2,
+        "error": "TransportError",
+        "message": "HTTP 503 from the endpoint",
+        "status": 503,
+    }
+    assert closed == [1, 2]
