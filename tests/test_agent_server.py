@@ -433,8 +433,9 @@ def test_the_delay_fault_waits_before_the_first_event_then_between_events() -> N
     agent = ReferenceAgent(clock=lambda: NOW)
     agent.faults.append(Fault.delay(before=0.5, between=0.25))
     raw = json.dumps(run_input("t", "r1", [user("a b c")])).encode()
-    done = InProcess(agent, {"type": "http.request", "body": raw, "more_body": False})
-    done.call(HTTP_POST)
+    done = InProcess(agent, {"type": "http.request", "body": raw, "more_body": False}).call(
+        HTTP_POST
+    )
     frames = [(t, m) for t, m in done.sent if m["type"] == "http.response.body" and m["body"]]
     began, start = done.sent[0]
     assert began == 0.0 and start["type"] == "http.response.start" and start["status"] == 200

@@ -30,6 +30,7 @@ from interlude.adapters.agent import main as agent_main
 from interlude.adapters.cli import ChatConfig, _secrets, run_chat
 from interlude.adapters.cli import main as cli_main
 from interlude.adapters.cli_console import Console
+from interlude.adapters.cli_log import LoggingTransport
 from interlude.adapters.cli_script import Script
 from interlude.adapters.cli_session import Session, describe_error
 from interlude.adapters.cli_transcript import Transcript
@@ -785,8 +786,6 @@ def test_the_log_numbers_requests_keeps_raw_frames_and_re_raises_a_failure() -> 
     """--log: each request numbered in turn, a frame that is not JSON logged as text, a
     transport's failure logged with its status and raised on (not swallowed: the attempt
     must fail as it would without the log), the inner stream closed."""
-    from interlude.adapters.cli_log import LoggingTransport
-
     closed: list[int] = []
 
     class Inner:

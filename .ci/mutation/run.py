@@ -21,6 +21,7 @@ mutant, to be read by hand.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import signal
@@ -133,8 +134,6 @@ def _require_fresh_map() -> None:
 
 def _module_level(source: str) -> set[int]:
     """Lines that run at import: outside every function body."""
-    import ast
-
     inside: set[int] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
